@@ -1,0 +1,84 @@
+"""`mc doctor`: run the health checks, optionally repair, exit 1 on any failure."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from commands import _output
+
+_STYLE = {"ok": "[green]ok[/green]", "warn": "[yellow]warn[/yellow]", "fail": "[red]fail[/red]"}
+
+
+def doctor(
+    fix: bool = typer.Option(False, "--fix", help="Repair what can be repaired (create dirs, migrate), then re-check."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="With --fix: apply every fix without asking."),
+    project: Path = typer.Option(None, "--project", help="Project directory whose config to check (default: cwd)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON envelope on stdout."),
+) -> None:
+    """Check mc's health: Python, directories, config, database, schema, WAL, tokenizer, logs.
+
+    \b
+    Examples:
+      mc doctor
+      mc doctor --fix --yes
+      mc doctor --json
+    """
+    from magic_context import paths
+    from magic_context.doctor.checks import default_checks
+    from magic_context.doctor.registry import DoctorContext, Status, run_checks, summarize
+    from magic_context.errors import ExitCode, SchemaTooNew
+    from magic_context.store import db as store_db
+
+    def confirm(check) -> bool:
+        if yes:
+            return True
+        if not sys.stdin.isatty():
+            _output.warn(f"skipping fix '{check.fix_summary}' (no terminal to ask; pass --yes)")
+            return False
+        return typer.confirm(f"Fix: {check.fix_summary}?", default=True)
+
+    ctx = DoctorContext(project_dir=project or Path.cwd())
+    outcomes = run_checks(default_checks(), ctx, fix=fix, confirm=confirm)
+    counts = summarize(outcomes)
+    if as_json:
+        _output.print_json("doctor", {"checks": [o.as_dict() for o in outcomes], "summary": counts,
+                                      "paths": paths.all_paths()})
+    else:
+        _render(outcomes, counts)
+    version = ctx.notes.get("schema_version")
+    if isinstance(version, int) and version > store_db.SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"database {paths.db_path()} has schema version {version} but this mc knows only {store_db.SCHEMA_VERSION}",
+            fix="upgrade mc (pip install -U magic-context)",
+        )
+    if counts[Status.FAIL.value]:
+        raise typer.Exit(int(ExitCode.CHECK_FAILED))
+
+
+def _render(outcomes, counts) -> None:
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("detail", overflow="fold")
+    for outcome in outcomes:
+        detail = outcome.result.detail
+        if outcome.fixed:
+            detail += f" (fixed: {outcome.fixed})"
+        table.add_row(outcome.check.name, _STYLE[outcome.result.status.value], detail)
+        for item in outcome.result.items:
+            table.add_row("", "", f"  • {item}")
+    out = _output.console()
+    out.print(table)
+    out.print(f"Summary: ok {counts['ok']} / warn {counts['warn']} / fail {counts['fail']}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)
+
+
+__all__ = ["doctor", "register"]

@@ -1,0 +1,1 @@
+"""Configuration: user `config.toml` + untrusted project `.magic-context.toml` (DESIGN §4)."""

@@ -1,0 +1,80 @@
+"""Reading TOML config files and merging tiers (stdlib only: shared by the hot-path reader)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from magic_context import paths
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigWarning:
+    """One config problem: the file, the dotted key (or "" for the whole file) and why it was ignored."""
+
+    file: str
+    key: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.key}" if self.key else self.file
+        return f"{where}: {self.reason}"
+
+
+def read_toml(path: Path) -> tuple[dict[str, Any], list[ConfigWarning]]:
+    """Parse one TOML file; a missing file is empty, an unreadable or unparseable one warns and is empty."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}, []
+    except OSError as exc:
+        return {}, [ConfigWarning(str(path), "", f"cannot read ({exc.strerror}); using defaults")]
+    try:
+        return tomllib.loads(data.decode("utf-8")), []
+    except UnicodeDecodeError:
+        return {}, [ConfigWarning(str(path), "", "not valid UTF-8; using defaults")]
+    except tomllib.TOMLDecodeError as exc:
+        return {}, [ConfigWarning(str(path), "", f"not valid TOML ({exc}); using defaults")]
+
+
+def project_config_path(project_dir: Path | None) -> Path | None:
+    """`.magic-context.toml` at the project root (git work tree root, else the directory itself)."""
+    if project_dir is None:
+        return None
+    return paths.project_root(project_dir) / paths.PROJECT_CONFIG_FILENAME
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Tables merge recursively; any other value in `over` replaces the one in `base`."""
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def get_path(data: dict[str, Any], dotted: str) -> Any:
+    node: Any = data
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def delete_path(data: dict[str, Any], parts: tuple[str | int, ...]) -> None:
+    """Remove the leaf at `parts` (a pydantic error location) if present; prune emptied tables."""
+    node: Any = data
+    for part in parts[:-1]:
+        if not isinstance(node, dict) or part not in node:
+            return
+        node = node[part]
+    if isinstance(node, dict):
+        node.pop(parts[-1], None)
+
+
+__all__ = ["ConfigWarning", "deep_merge", "delete_path", "get_path", "project_config_path", "read_toml"]

@@ -1,0 +1,171 @@
+"""The transform hot path's config reader: tomllib + the same tiers, trust rules and defaults.
+
+Reads only the keys a pass needs, without pydantic. Each key has a validator mirroring the
+pydantic model (`config.model`); a test asserts both give the same effective values.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from magic_context import paths
+from magic_context.config.files import ConfigWarning, deep_merge, get_path, project_config_path, read_toml
+from magic_context.config.trust import enforce_raise_only, strip_untrusted
+
+_DURATION: Final = re.compile(r"^(?:never|\d+(?:\.\d+)?(?:ms|s|m|h|d))$")
+_UNITS_MS: Final = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+Validator = Callable[[Any], bool]
+
+
+def _is_bool(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+def _int_in(lo: float, hi: float = math.inf) -> Validator:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def _num_in(lo: float, hi: float = math.inf) -> Validator:
+    return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def _duration(v: Any) -> bool:
+    return isinstance(v, str) and bool(_DURATION.match(v.strip()))
+
+
+def _scalar_or_map(check: Validator) -> Validator:
+    return lambda v: check(v) or (isinstance(v, dict) and all(isinstance(k, str) and check(x) for k, x in v.items()))
+
+
+def _map_of(check: Validator) -> Validator:
+    return lambda v: isinstance(v, dict) and all(isinstance(k, str) and check(x) for k, x in v.items())
+
+
+def _str_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _optional(check: Validator) -> Validator:
+    return lambda v: v is None or check(v)
+
+
+# dotted key -> (default, validator). Defaults and ranges mirror config.model.MCConfig.
+HOT_KEYS: Final[dict[str, tuple[Any, Validator]]] = {
+    "enabled": (True, _is_bool),
+    "ctx_reduce_enabled": (True, _is_bool),
+    "cache_ttl": ("5m", _scalar_or_map(_duration)),
+    "execute_threshold_percentage": (65, _scalar_or_map(_num_in(20, 90))),
+    "execute_threshold_tokens": (None, _optional(_map_of(_int_in(5000)))),
+    "protected_tags": (20, _int_in(1, 100)),
+    "nudge_interval_tokens": (10_000, _int_in(1000)),
+    "auto_drop_tool_age": (100, _int_in(1)),
+    "clear_reasoning_age": (50, _int_in(1)),
+    "drop_tool_structure": (True, _is_bool),
+    "history_budget_percentage": (0.15, _num_in(0.05, 0.5)),
+    "temporal_awareness": (True, _is_bool),
+    "smart_drops": (False, _is_bool),
+    "compaction.enabled": (True, _is_bool),
+    "caveman_text_compression.enabled": (False, _is_bool),
+    "caveman_text_compression.min_chars": (500, _int_in(50)),
+    "fail_closed_blocking": (True, _is_bool),
+    "system_prompt_injection.enabled": (True, _is_bool),
+    "system_prompt_injection.skip_signatures": (["<!-- magic-context: skip -->"], _str_list),
+    "memory.enabled": (True, _is_bool),
+    "memory.injection_budget_tokens": (4000, _int_in(500, 20000)),
+    "historian.timeout_ms": (300_000, _int_in(1000)),
+    "output_reserve": (None, _optional(_int_in(0))),
+    "sqlite.cache_size_mb": (64, _int_in(1, 4096)),
+    "sqlite.mmap_size_mb": (0, _int_in(0, 65536)),
+}
+
+
+@dataclass
+class HotConfig:
+    """Effective values of the hot keys plus the warnings met while reading them."""
+
+    values: dict[str, Any]
+    warnings: list[ConfigWarning] = field(default_factory=list)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def for_model(self, key: str, model_key: str | None) -> Any:
+        """Resolve a per-model map (`{"default": …, "provider/id": …}`) for one model."""
+        value = self.values[key]
+        if not isinstance(value, dict):
+            return value
+        if model_key and model_key in value:
+            return value[model_key]
+        if model_key and "/" in model_key and model_key.split("/", 1)[1] in value:
+            return value[model_key.split("/", 1)[1]]
+        return value.get("default", HOT_KEYS[key][0] if not isinstance(HOT_KEYS[key][0], dict) else None)
+
+
+def duration_ms(text: str) -> float:
+    """'5m' -> 300000; 'never' -> infinity."""
+    text = text.strip()
+    if text == "never":
+        return math.inf
+    match = re.match(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$", text)
+    if not match:
+        raise ValueError(f"not a duration: {text!r}")
+    return float(match.group(1)) * _UNITS_MS[match.group(2)]
+
+
+def _hot_subset(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[ConfigWarning]]:
+    """The valid hot keys of one tier as a nested dict; invalid ones warn and fall back to defaults."""
+    out: dict[str, Any] = {}
+    warnings: list[ConfigWarning] = []
+    for dotted, (_default, check) in HOT_KEYS.items():
+        value = get_path(data, dotted)
+        if value is None:
+            continue
+        if check(value):
+            out = deep_merge(out, _nest(dotted, value))
+        else:
+            warnings.append(ConfigWarning(file, dotted, "invalid value; using the default"))
+    return out, warnings
+
+
+def _nest(dotted: str, value: Any) -> dict[str, Any]:
+    parts = dotted.split(".")
+    node: dict[str, Any] = {parts[-1]: value}
+    for part in reversed(parts[:-1]):
+        node = {part: node}
+    return node
+
+
+def _flatten_defaults(tiers: dict[str, Any]) -> dict[str, Any]:
+    values = {}
+    for dotted, (default, _check) in HOT_KEYS.items():
+        value = get_path(tiers, dotted)
+        values[dotted] = default if value is None else value
+    return values
+
+
+def load_hot(project_dir: Path | None = None, *, user_file: Path | None = None) -> HotConfig:
+    """Read the hot keys from both tiers. Never raises for config problems."""
+    user_path = user_file or paths.user_config_path()
+    user_raw, warnings = read_toml(user_path)
+    user, user_warnings = _hot_subset(user_raw, str(user_path))
+    warnings += user_warnings
+    merged = user
+    project_path = project_config_path(project_dir)
+    if project_path is not None:
+        project_raw, project_warnings = read_toml(project_path)
+        warnings += project_warnings
+        trusted, _stripped = strip_untrusted(project_raw, str(project_path))
+        project, _invalid = _hot_subset(trusted, str(project_path))
+        user_effective = {k.split(".")[0]: v for k, v in _flatten_defaults(user).items() if "." not in k}
+        project, _lowered = enforce_raise_only(project, user_effective, str(project_path))
+        merged = deep_merge(user, project)
+    return HotConfig(_flatten_defaults(merged), warnings)
+
+
+__all__ = ["HOT_KEYS", "HotConfig", "duration_ms", "load_hot"]

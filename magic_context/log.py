@@ -1,0 +1,90 @@
+"""A tiny append-only log under the data dir, rotated at 32 MiB to one predecessor, with redaction.
+
+Stdlib only and cheap to import, because the transform hot path logs its warnings here.
+Everything written passes through `redact()`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Final
+
+from magic_context import paths
+
+MAX_LOG_BYTES: Final = 32 * 1024 * 1024
+_SECRET_ENV_MARKERS: Final = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+_MIN_SECRET_LEN: Final = 6
+_PATTERNS: Final = (
+    re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"),
+    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._\-~+/=]{8,}"),
+    re.compile(r"(?i)\b(x-api-key|api[_-]?key|authorization|access[_-]?token|password|secret)(\"?\s*[:=]\s*\"?)([^\s\"',;]{6,})"),
+    re.compile(r"\b(?:ghp|gho|ghu|ghs|github_pat|xox[abpr])_[A-Za-z0-9_]{16,}"),
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+)
+REDACTED: Final = "[REDACTED]"
+
+
+def _secret_env_values() -> list[str]:
+    values = []
+    for name, value in os.environ.items():
+        upper = name.upper()
+        if any(marker in upper for marker in _SECRET_ENV_MARKERS) and len(value) >= _MIN_SECRET_LEN:
+            values.append(value)
+    # Longest first, so a secret containing another is replaced whole.
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """Replace API keys, bearer tokens and values of secret-named env vars with `[REDACTED]`."""
+    for value in _secret_env_values():
+        text = text.replace(value, REDACTED)
+    for pattern in _PATTERNS:
+        if pattern.groups >= 3:
+            text = pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+        else:
+            text = pattern.sub(REDACTED, text)
+    return text
+
+
+def _rotate_if_needed(path: Path, incoming: int) -> None:
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    if size + incoming > MAX_LOG_BYTES:
+        os.replace(path, path.with_name(path.name + ".1"))
+
+
+def write(level: str, message: str, *, path: Path | None = None) -> None:
+    """Append one redacted line to the log; never raises (logging must not break a pass)."""
+    target = path or paths.log_path()
+    line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {level.upper()} pid={os.getpid()} {redact(message)}\n"
+    data = line.encode("utf-8", "replace")
+    try:
+        paths.ensure_private_dir(target.parent)
+        _rotate_if_needed(target, len(data))
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, paths.FILE_MODE)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def warning(message: str) -> None:
+    write("warning", message)
+
+
+def error(message: str) -> None:
+    write("error", message)
+
+
+def info(message: str) -> None:
+    write("info", message)
+
+
+__all__ = ["MAX_LOG_BYTES", "REDACTED", "error", "info", "redact", "warning", "write"]

@@ -1,0 +1,233 @@
+"""Schema migrations through `sqlite_utils.Migrations`, named `mNNN_description`.
+
+Never edit a migration once it has landed: add a new one and bump `db.SCHEMA_VERSION`.
+After applying, `PRAGMA user_version` is set to the number of migrations (the fence).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from sqlite_utils import Database, Migrations
+
+from magic_context.errors import StorageUnavailable
+from magic_context.store import db as store_db
+
+MIGRATION_SET = "magic_context"
+migrations = Migrations(MIGRATION_SET)
+
+
+def _run(db: Database, statements: str) -> None:
+    # executescript would COMMIT and break the per-migration transaction: run one by one.
+    for statement in statements.split(";\n"):
+        if statement.strip():
+            db.execute(statement)
+
+
+@migrations()
+def m001_initial(db: Database) -> None:
+    """Sessions and their state, tags, pending ops, raw history, compartments, memories (+FTS), notes, reports."""
+    _run(
+        db,
+        """
+CREATE TABLE IF NOT EXISTS sessions (
+    id INTEGER PRIMARY KEY,
+    harness TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    project_id TEXT,
+    project_dir TEXT,
+    agent TEXT NOT NULL DEFAULT 'primary',
+    model_key TEXT,
+    context_limit INTEGER,
+    tag_counter INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    UNIQUE (harness, session_id)
+);
+CREATE TABLE IF NOT EXISTS session_state (
+    session_pk INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value BLOB,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (session_pk, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tags (
+    session_pk INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    tag_number INTEGER NOT NULL,
+    part_key TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'active',
+    byte_size INTEGER NOT NULL DEFAULT 0,
+    reasoning_byte_size INTEGER NOT NULL DEFAULT 0,
+    tool_name TEXT,
+    drop_mode TEXT,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (session_pk, tag_number),
+    UNIQUE (session_pk, part_key)
+);
+CREATE TABLE IF NOT EXISTS source_contents (
+    session_pk INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    tag_number INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    PRIMARY KEY (session_pk, tag_number)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pending_ops (
+    id INTEGER PRIMARY KEY,
+    session_pk INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    tag_number INTEGER NOT NULL,
+    operation TEXT NOT NULL DEFAULT 'drop',
+    forced INTEGER NOT NULL DEFAULT 0,
+    queued_at INTEGER NOT NULL,
+    UNIQUE (session_pk, tag_number, operation)
+);
+CREATE TABLE IF NOT EXISTS raw_messages (
+    id INTEGER PRIMARY KEY,
+    session_pk INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    message_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    body BLOB NOT NULL,
+    created_at INTEGER NOT NULL,
+    superseded_at INTEGER
+);
+CREATE UNIQUE INDEX IF NOT EXISTS raw_messages_live ON raw_messages (session_pk, ordinal) WHERE superseded_at IS NULL;
+CREATE INDEX IF NOT EXISTS raw_messages_by_id ON raw_messages (session_pk, message_id);
+CREATE TABLE IF NOT EXISTS raw_divergences (
+    id INTEGER PRIMARY KEY,
+    session_pk INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    at_ordinal INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    detected_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS compartments (
+    id INTEGER PRIMARY KEY,
+    session_pk INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    sequence INTEGER NOT NULL,
+    start_ordinal INTEGER NOT NULL,
+    end_ordinal INTEGER NOT NULL,
+    start_message_id TEXT,
+    end_message_id TEXT,
+    title TEXT NOT NULL,
+    p1 TEXT NOT NULL DEFAULT '',
+    p2 TEXT NOT NULL DEFAULT '',
+    p3 TEXT NOT NULL DEFAULT '',
+    p4 TEXT NOT NULL DEFAULT '',
+    content TEXT NOT NULL DEFAULT '',
+    importance INTEGER NOT NULL DEFAULT 50,
+    episode_type TEXT,
+    legacy INTEGER NOT NULL DEFAULT 0,
+    start_time INTEGER,
+    end_time INTEGER,
+    created_at INTEGER NOT NULL,
+    UNIQUE (session_pk, sequence)
+);
+CREATE TABLE IF NOT EXISTS compartment_events (
+    id INTEGER PRIMARY KEY,
+    session_pk INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    compartment_id INTEGER REFERENCES compartments(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    fields_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memories (
+    id INTEGER PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    category TEXT NOT NULL,
+    content TEXT NOT NULL,
+    normalized_hash TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'active',
+    importance INTEGER NOT NULL DEFAULT 50,
+    source_session TEXT,
+    source_type TEXT NOT NULL DEFAULT 'agent',
+    seen_count INTEGER NOT NULL DEFAULT 1,
+    retrieval_count INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    last_seen_at INTEGER,
+    expires_at INTEGER,
+    superseded_by INTEGER REFERENCES memories(id),
+    metadata_json TEXT,
+    UNIQUE (project_id, category, normalized_hash)
+);
+CREATE TABLE IF NOT EXISTS notes (
+    id INTEGER PRIMARY KEY,
+    type TEXT NOT NULL DEFAULT 'session',
+    status TEXT NOT NULL DEFAULT 'active',
+    content TEXT NOT NULL,
+    session_pk INTEGER REFERENCES sessions(id) ON DELETE CASCADE,
+    project_id TEXT,
+    surface_condition TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    ready_at INTEGER
+);
+CREATE TABLE IF NOT EXISTS pass_reports (
+    id INTEGER PRIMARY KEY,
+    session_pk INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    at INTEGER NOT NULL,
+    pass_kind TEXT NOT NULL,
+    bust INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    tokens_before INTEGER NOT NULL,
+    tokens_after INTEGER NOT NULL,
+    ms REAL NOT NULL,
+    report_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS pass_reports_by_session ON pass_reports (session_pk, id);
+CREATE TABLE IF NOT EXISTS token_counts (
+    content_hash TEXT PRIMARY KEY,
+    tokens INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    acquired_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+) WITHOUT ROWID
+""",
+    )
+    if not db["memories_fts"].exists():
+        db["memories"].enable_fts(["content", "category"], create_triggers=True, tokenize="porter")
+
+
+@dataclass(frozen=True)
+class MigrationStatus:
+    """What `mc migrate` reports: names already applied and names still pending."""
+
+    applied: list[str]
+    pending: list[str]
+    version_before: int
+    version_after: int
+
+
+def all_names() -> list[str]:
+    return [m.name for m in migrations._migrations]
+
+
+def status(conn: sqlite3.Connection) -> MigrationStatus:
+    """Read-only view of applied and pending migrations."""
+    db = Database(conn)
+    applied = [m.name for m in migrations.applied(db)]
+    pending = [m.name for m in migrations.pending(db)]
+    version = store_db.user_version(conn)
+    return MigrationStatus(applied, pending, version, version)
+
+
+def apply(conn: sqlite3.Connection) -> MigrationStatus:
+    """Apply pending migrations, then set `PRAGMA user_version` to the migration count."""
+    store_db.check_fence(conn)
+    before = status(conn)
+    db = Database(conn)
+    try:
+        migrations.apply(db)
+        conn.execute(f"PRAGMA user_version={len(migrations._migrations)}")
+    except sqlite3.Error as exc:
+        raise StorageUnavailable(
+            f"migration failed: {exc}", fix="run `mc doctor`; restore a backup of context.db if it persists"
+        ) from exc
+    return MigrationStatus(before.applied, before.pending, before.version_before, store_db.user_version(conn))
+
+
+__all__ = ["MIGRATION_SET", "MigrationStatus", "all_names", "apply", "migrations", "status"]

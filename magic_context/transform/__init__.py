@@ -1,0 +1,1 @@
+"""The transform pass pipeline (`mc transform`): stdlib + sqlite3 + orjson only (DESIGN §3)."""

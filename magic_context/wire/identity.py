@@ -1,0 +1,46 @@
+"""Derived message ids for formats that carry none (Anthropic, OpenAI, Pi context arrays).
+
+The id is a hash of the message's own JSON plus how many identical messages came before it,
+so the same message at the same place gets the same id on every pass, and repeated identical
+messages ("continue", "ok") are told apart. The harness's input is never mc's output, so the
+hash sees the raw message and stays stable while mc edits its copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+try:  # orjson is optional on the hot path; json gives the same canonical bytes, slower.
+    import orjson
+
+    def _canonical(value: Any) -> bytes:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+except ImportError:  # pragma: no cover - exercised only without orjson
+    import json
+
+    def _canonical(value: Any) -> bytes:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def content_hash(value: Any) -> str:
+    """Stable hex digest of a JSON value (key order does not matter)."""
+    return hashlib.blake2b(_canonical(value), digest_size=12).hexdigest()
+
+
+class IdDeriver:
+    """Hands out derived ids in message order: `h<hash>` then `h<hash>.<n>` for the n-th repeat."""
+
+    def __init__(self, prefix: str = "h") -> None:
+        self._prefix = prefix
+        self._seen: dict[str, int] = {}
+
+    def next_id(self, raw_message: Any) -> str:
+        digest = content_hash(raw_message)
+        count = self._seen.get(digest, 0)
+        self._seen[digest] = count + 1
+        return f"{self._prefix}{digest}" if count == 0 else f"{self._prefix}{digest}.{count}"
+
+
+__all__ = ["IdDeriver", "content_hash"]

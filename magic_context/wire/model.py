@@ -1,0 +1,172 @@
+"""The canonical message model every stage of mc reads and writes (plain dataclasses: hot path).
+
+A codec decodes a harness's JSON into `Conversation` / `Message` / `Block` and keeps a
+reference to the original JSON object in `raw`. Encoding edits those original objects in
+place, so fields mc does not understand survive untouched: decode then encode without any
+change yields equal JSON.
+
+Editing rules every codec honours when encoding:
+* A block whose `text` differs from `original` is written back. If the new text ends with the
+  original text (a tag prefix was added) only the prefix is inserted, into the first text
+  sub-part; otherwise the whole text/output is replaced by the new text.
+* Blocks removed from `Message.blocks` disappear from the output; blocks with `raw is None`
+  are new and are rendered fresh. The same holds for messages in `Conversation.messages`.
+* Reasoning blocks are never edited: a reasoning block is either kept verbatim or removed whole.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+# Block kinds.
+TEXT: Final = "text"
+REASONING: Final = "reasoning"
+TOOL_CALL: Final = "tool_call"
+TOOL_RESULT: Final = "tool_result"
+MEDIA: Final = "media"
+OPAQUE: Final = "opaque"
+BLOCK_KINDS: Final = frozenset({TEXT, REASONING, TOOL_CALL, TOOL_RESULT, MEDIA, OPAQUE})
+
+# Canonical roles. "tool" is a message carrying only tool results (OpenAI `role: "tool"`, Pi `toolResult`).
+SYSTEM: Final = "system"
+USER: Final = "user"
+ASSISTANT: Final = "assistant"
+TOOL: Final = "tool"
+ROLES: Final = frozenset({SYSTEM, USER, ASSISTANT, TOOL})
+
+# Harness formats.
+OPENCODE: Final = "opencode"
+PI: Final = "pi"
+ANTHROPIC: Final = "anthropic"
+OPENAI: Final = "openai"
+HARNESSES: Final = (OPENCODE, PI, ANTHROPIC, OPENAI)
+
+# Marks for the harness's own compaction (later stages never summarize a summary).
+COMPACTION_REQUEST: Final = "request"  # OpenCode user message holding a `compaction` part
+COMPACTION_SUMMARY: Final = "summary"  # the harness's summary (OpenCode summary:true, Pi compactionSummary, CC isCompactSummary)
+BRANCH_SUMMARY: Final = "branch_summary"  # Pi branchSummary
+
+
+@dataclass(slots=True)
+class Usage:
+    """Provider-reported token usage of one response."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+    @property
+    def total_input(self) -> int:
+        """All prompt tokens the provider counted: uncached + cache read + cache write."""
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
+
+@dataclass(slots=True)
+class Block:
+    """One part of a message.
+
+    text        text / reasoning text; for TOOL_RESULT the output flattened to text (sub-parts joined by "\\n")
+    original    the text as decoded (the encoder writes back only when `text != original`)
+    tool_id     TOOL_CALL: its call id; TOOL_RESULT: the id of the call it answers
+    tool_name   the tool's name (TOOL_CALL, and TOOL_RESULT where the format carries it or it can be paired)
+    input       TOOL_CALL arguments as a parsed JSON value (OpenAI's JSON-string arguments are parsed)
+    is_error    TOOL_RESULT: the tool failed
+    media_type  MEDIA: mime type
+    meta        opaque provider metadata (e.g. a reasoning signature); never edited
+    synthetic   injected by the harness or by mc rather than typed by a person or the model
+    key         stable identity of the part within its message (e.g. "p3", an OpenCode part id)
+    raw         the original JSON object this block came from (codec-private); None for new blocks
+    """
+
+    kind: str
+    text: str = ""
+    original: str | None = None
+    tool_id: str | None = None
+    tool_name: str | None = None
+    input: Any = None
+    is_error: bool = False
+    media_type: str | None = None
+    meta: dict[str, Any] | None = None
+    synthetic: bool = False
+    key: str = ""
+    raw: Any = None
+
+    @property
+    def changed(self) -> bool:
+        return self.original is not None and self.text != self.original
+
+
+@dataclass(slots=True)
+class Message:
+    """One message in harness order.
+
+    id          the harness's id where it has one, else a derived id stable across passes
+    ordinal     position in the session's raw history (assigned by the raw store; decode sets the input index)
+    compaction  None, or COMPACTION_REQUEST / COMPACTION_SUMMARY / BRANCH_SUMMARY for the harness's own compaction
+    raw         the original JSON object (codec-private); None for messages mc creates
+    """
+
+    id: str
+    role: str
+    blocks: list[Block] = field(default_factory=list)
+    ordinal: int = 0
+    created_at: int | None = None
+    completed_at: int | None = None
+    usage: Usage | None = None
+    provider: str | None = None
+    model: str | None = None
+    compaction: str | None = None
+    synthetic: bool = False
+    raw: Any = None
+
+    def text(self) -> str:
+        """Visible text of the message (text blocks joined by newlines)."""
+        return "\n".join(b.text for b in self.blocks if b.kind == TEXT)
+
+
+@dataclass(slots=True)
+class Conversation:
+    """A decoded request: messages plus what travels beside them.
+
+    harness  one of HARNESSES
+    system   system prompt entries (Anthropic `system`, OpenAI system/developer messages stay in `messages`)
+    tools    names of the tools the model will see, or None when the input carries no tool list
+    raw      the original document (array or request body), edited in place by `encode`
+    """
+
+    harness: str
+    messages: list[Message]
+    system: list[str] | None = None
+    tools: list[str] | None = None
+    model: str | None = None
+    raw: Any = None
+
+
+__all__ = [
+    "ANTHROPIC",
+    "ASSISTANT",
+    "BLOCK_KINDS",
+    "BRANCH_SUMMARY",
+    "COMPACTION_REQUEST",
+    "COMPACTION_SUMMARY",
+    "HARNESSES",
+    "MEDIA",
+    "OPAQUE",
+    "OPENAI",
+    "OPENCODE",
+    "PI",
+    "REASONING",
+    "ROLES",
+    "SYSTEM",
+    "TEXT",
+    "TOOL",
+    "TOOL_CALL",
+    "TOOL_RESULT",
+    "USER",
+    "Block",
+    "Conversation",
+    "Message",
+    "Usage",
+]

@@ -1,0 +1,56 @@
+"""Shared fixtures: every test runs with mc's data and config dirs in a temp dir."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SESSIONS = REPO.parent / "shared" / "data" / "sessions"
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return [f"sqlite: {sqlite3.sqlite_version}", f"sessions: {SESSIONS}"]
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Point MAGIC_CONTEXT_STORAGE_DIR / MAGIC_CONTEXT_CONFIG_DIR at a temp dir so no test touches real data."""
+    data = tmp_path / "mc-data"
+    config = tmp_path / "mc-config"
+    monkeypatch.setenv("MAGIC_CONTEXT_STORAGE_DIR", str(data))
+    monkeypatch.setenv("MAGIC_CONTEXT_CONFIG_DIR", str(config))
+    monkeypatch.delenv("MAGIC_CONTEXT_DEBUG", raising=False)
+    monkeypatch.delenv("MAGIC_CONTEXT_HISTORIAN", raising=False)
+    return {"data": data, "config": config}
+
+
+@pytest.fixture
+def sessions_dir() -> Path:
+    if not SESSIONS.is_dir():
+        pytest.fail(f"recorded sessions missing at {SESSIONS}")
+    return SESSIONS
+
+
+def run_mc(*args: str, stdin: bytes | str | None = None, env: dict[str, str] | None = None,
+           cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    """Run the real CLI in a subprocess (`python -m magic_context`), inheriting the isolated env."""
+    full_env = dict(os.environ)
+    full_env.pop("PYTEST_CURRENT_TEST", None)
+    if env:
+        full_env.update(env)
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    return subprocess.run(
+        [sys.executable, "-m", "magic_context", *args],
+        input=data, capture_output=True, env=full_env, cwd=cwd or REPO, timeout=timeout, check=False,
+    )
+
+
+@pytest.fixture
+def mc():
+    return run_mc
