@@ -67,7 +67,8 @@ def validate_tier(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list
                 path = _leaf_path(clean, tuple(error["loc"]))
                 if not path:
                     continue
-                reason = "unknown key; ignored" if error["type"] == "extra_forbidden" else f"{error['msg']}; using the default"
+                unknown = error["type"] == "extra_forbidden"
+                reason = "unknown key; ignored" if unknown else f"{error['msg']}; using the default"
                 reasons.setdefault(path, reason)
             if not reasons:
                 break

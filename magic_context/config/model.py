@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 DURATION_RE = re.compile(r"^(?:never|\d+(?:\.\d+)?(?:ms|s|m|h|d))$")
 
 Percent = Annotated[float, Field(ge=20, le=90)]
+ProviderName = Literal["extractive", "anthropic", "openai", "command"]
 
 
 class _Section(BaseModel):
@@ -88,8 +89,8 @@ class CommandProvider(_Section):
 
 
 class Historian(_Section):
-    provider: Literal["extractive", "anthropic", "openai", "command"] = "extractive"
-    fallback: list[Literal["extractive", "anthropic", "openai", "command"]] = Field(default_factory=lambda: ["extractive"])
+    provider: ProviderName = "extractive"
+    fallback: list[ProviderName] = Field(default_factory=lambda: ["extractive"])
     timeout_ms: int = Field(300_000, ge=1000)
     max_retries: int = Field(2, ge=0, le=10)
     temperature: float = Field(0.2, ge=0, le=2)

@@ -95,7 +95,8 @@ def _schema(ctx: DoctorContext) -> CheckResult:
         return CheckResult(Status.FAIL, f"schema version {version} is newer than this mc knows "
                                         f"({store_db.SCHEMA_VERSION}); upgrade mc")
     if version < store_db.SCHEMA_VERSION:
-        return CheckResult(Status.WARN, f"schema version {version} < {store_db.SCHEMA_VERSION}; `mc migrate` (or --fix)")
+        return CheckResult(Status.WARN,
+                           f"schema version {version} < {store_db.SCHEMA_VERSION}; run `mc migrate` (or --fix)")
     return CheckResult(Status.OK, f"schema version {version}")
 
 
@@ -181,7 +182,8 @@ def default_checks() -> list[Check]:
         Check("integrity", "PRAGMA integrity_check", _integrity),
         Check("wal", "WAL journal mode", _wal, _enable_wal, "switch to WAL"),
         Check("tokenizer", "bundled tokenizer loads without network", _tokenizer),
-        Check("logs", "log directory writable", _logs, lambda c: _make_dir(paths.log_dir()), "create the log directory"),
+        Check("logs", "log directory writable", _logs,
+              lambda c: _make_dir(paths.log_dir()), "create the log directory"),
     ]
 
 

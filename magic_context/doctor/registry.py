@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """Outcome of one check (ends up in JSON)."""
 
     OK = "ok"

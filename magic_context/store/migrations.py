@@ -61,6 +61,7 @@ CREATE TABLE IF NOT EXISTS tags (
     status TEXT NOT NULL DEFAULT 'active',
     byte_size INTEGER NOT NULL DEFAULT 0,
     reasoning_byte_size INTEGER NOT NULL DEFAULT 0,
+    tokens INTEGER NOT NULL DEFAULT 0,
     tool_name TEXT,
     drop_mode TEXT,
     created_at INTEGER NOT NULL,
@@ -90,6 +91,7 @@ CREATE TABLE IF NOT EXISTS raw_messages (
     role TEXT NOT NULL,
     content_hash TEXT NOT NULL,
     body BLOB NOT NULL,
+    tokens INTEGER NOT NULL DEFAULT 0,
     created_at INTEGER NOT NULL,
     superseded_at INTEGER
 );
