@@ -101,6 +101,8 @@ def test_transform_hook_interrupt_and_bad_flags(capsys) -> None:
 
 
 def test_transform_fast_path_imports_nothing_heavy() -> None:
+    # Creating a database imports sqlite-utils once (migrations); the steady-state pass must not.
+    db.open_db().close()
     payload = json.dumps({"messages": [{"role": "user", "content": "hi"}]})
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "magic_context", "transform"],
                           input=payload.encode(), capture_output=True, check=False)

@@ -1,15 +1,26 @@
 """`mc transform` process entry: argv → stdin JSON → pass → stdout JSON, with the exit-code contract.
 
-This module is reached from `commands.main` before Typer is imported, so it and everything it
-imports at module level must stay within the standard library, sqlite3 and orjson.
+Reached from `commands.main` before Typer is imported, so it and everything it imports at module
+level stay within the standard library, sqlite3 and orjson. Transient trouble never breaks the
+agent: a busy database or a crashed sub-step serves the last-known-good output (a read-only replay
+of the stored decisions, with the new raw tail untouched), or the input unchanged, and exits 0.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from magic_context.errors import BadInput, ExitCode, MCError
+from magic_context import log
+from magic_context.errors import (
+    BadInput,
+    ContextEmergency,
+    ExitCode,
+    MCError,
+    SchemaTooNew,
+    StorageBusy,
+    UnsafeLocation,
+)
 
 USAGE = (
     "usage: mc transform [--harness H] [--session ID] [--project DIR] [--model PROVIDER/ID] "
@@ -17,6 +28,8 @@ USAGE = (
 )
 _VALUE_FLAGS = ("--harness", "--session", "--project", "--model", "--context-limit")
 _BOOL_FLAGS = ("--report", "--dry-run")
+# Errors that must reach the user as their exit code rather than be papered over by a fallback.
+_FATAL = (BadInput, ContextEmergency, SchemaTooNew, UnsafeLocation)
 
 
 def parse_args(args: list[str]) -> dict[str, str | bool]:
@@ -41,9 +54,56 @@ def parse_args(args: list[str]) -> dict[str, str | bool]:
             raise BadInput(f"unknown argument {arg!r}", fix=USAGE)
         i += 1
     limit = options.get("--context-limit")
-    if isinstance(limit, str) and not limit.isdigit():
+    if isinstance(limit, str) and not (limit.isdigit() and int(limit) > 0):
         raise BadInput(f"--context-limit must be a positive integer, got {limit!r}", fix=USAGE)
     return options
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"mc: warning: {message}\n")
+    log.warning(message)
+
+
+def serve(data: bytes, options: dict[str, str | bool], *, debug: bool = False) -> tuple[bytes, dict[str, Any] | None]:
+    """Run one pass on the raw stdin bytes; returns (stdout bytes, report)."""
+    from magic_context.transform import pipeline, protocol
+
+    inp = protocol.read_input(protocol.parse_document(data), options)
+    try:
+        result = pipeline.run(inp)
+        return protocol.dumps(result.document), result.report
+    except _FATAL:
+        raise
+    except MCError as exc:
+        if not isinstance(exc, StorageBusy) and _fail_closed(inp):
+            raise
+        reason = exc.one_line()
+    except Exception as exc:  # a crashed sub-step must never break the agent
+        reason = f"internal error ({type(exc).__name__}: {exc})"
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+    # Last known good: replay stored decisions read-only on a fresh copy of the input.
+    fresh = protocol.read_input(protocol.parse_document(data), options)
+    try:
+        result = pipeline.run(fresh, readonly=True)
+        _warn(f"{reason}; served the last known good context")
+        report = dict(result.report, lkg=True)
+        report["warnings"] = [*report.get("warnings", []), reason]
+        return protocol.dumps(result.document), report
+    except Exception:
+        _warn(f"{reason}; served the input unchanged")
+        return data, {"pass": "defer", "bust": False, "reason": "input served unchanged", "warnings": [reason]}
+
+
+def _fail_closed(inp: Any) -> bool:
+    try:
+        from magic_context.config.hot import load_hot
+
+        return bool(load_hot(inp.project_dir)["fail_closed_blocking"])
+    except Exception:
+        return True
 
 
 def main(args: list[str], *, debug: bool = False, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
@@ -52,9 +112,7 @@ def main(args: list[str], *, debug: bool = False, stdin: BinaryIO | None = None,
     stdout = stdout or sys.stdout.buffer
     try:
         options = parse_args(args)
-        from magic_context.transform import protocol
-
-        output = protocol.run(stdin.read(), options)
+        output, report = serve(stdin.read(), options, debug=debug)
     except MCError as exc:
         if debug:
             import traceback
@@ -67,7 +125,11 @@ def main(args: list[str], *, debug: bool = False, stdin: BinaryIO | None = None,
         return int(ExitCode.INTERRUPTED)
     stdout.write(output)
     stdout.flush()
+    if options.get("--report") and report is not None:
+        import json
+
+        sys.stderr.write(json.dumps(report, ensure_ascii=False, separators=(",", ":")) + "\n")
     return int(ExitCode.OK)
 
 
-__all__ = ["USAGE", "main", "parse_args"]
+__all__ = ["USAGE", "main", "parse_args", "serve"]

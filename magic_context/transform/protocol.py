@@ -1,53 +1,244 @@
-"""Reading the transform's input document and writing its output (DESIGN §3.1–3.2).
+"""The transform's input and output documents (DESIGN §3.1–3.2).
 
-Until the full pass lands (issue: the transform pass), a valid document is served unchanged:
-the safe behaviour for a harness, which never breaks the agent.
+Three input shapes: an envelope `{"messages": …, harness?, session_id?, …}`, a provider request
+body (Anthropic Messages / OpenAI Chat Completions), or a bare OpenCode / Pi message array. The
+output has the same shape; fields mc does not change pass through untouched.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
 
 from magic_context.errors import BadInput
+from magic_context.wire import anthropic, detect, openai, opencode, pi
+from magic_context.wire import model as m
 
 try:
     import orjson
 
-    def _loads(data: bytes) -> Any:
+    def loads(data: bytes) -> Any:
         return orjson.loads(data)
 
-    def _dumps(value: Any) -> bytes:
+    def dumps(value: Any) -> bytes:
         return orjson.dumps(value)
 
     _DecodeError: type[Exception] = orjson.JSONDecodeError
 except ImportError:  # pragma: no cover - orjson is a declared dependency
     import json
 
-    def _loads(data: bytes) -> Any:
+    def loads(data: bytes) -> Any:
         return json.loads(data)
 
-    def _dumps(value: Any) -> bytes:
+    def dumps(value: Any) -> bytes:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
     _DecodeError = ValueError
 
+CODECS: Final = {m.OPENCODE: opencode, m.PI: pi, m.ANTHROPIC: anthropic, m.OPENAI: openai}
+MAX_DEPTH: Final = 512
+
+
+@dataclass
+class PassInput:
+    """Everything a pass needs from the input document and the flags."""
+
+    document: Any
+    shape: str  # "envelope" | "body" | "array"
+    harness: str
+    messages_json: list
+    session_id: str
+    project_dir: Path
+    model_key: str | None
+    context_limit: int | None
+    usage: m.Usage | None
+    agent: str
+    now_ms: int
+    system: Any = None  # envelope `system` or Anthropic body `system`
+    tools: list[str] | None = None
+    report: bool = False
+    dry_run: bool = False
+
 
 def parse_document(data: bytes) -> Any:
-    """Parse stdin as one JSON document; raise BadInput naming the problem and position."""
+    """Parse stdin as one JSON document; BadInput naming the problem and position."""
     if not data.strip():
         raise BadInput("empty input on stdin", fix="pipe one JSON document (envelope, request body or message array)")
     try:
-        return _loads(data)
-    except (_DecodeError, RecursionError, UnicodeDecodeError) as exc:
+        return loads(data)
+    except (_DecodeError, RecursionError, UnicodeDecodeError, ValueError) as exc:
         raise BadInput(f"stdin is not valid JSON: {exc}", fix="pipe one JSON document") from exc
 
 
-def run(data: bytes, options: dict[str, str | bool]) -> bytes:
-    """Serve one pass: parse, check the shape, and return the output document."""
-    document = parse_document(data)
-    if not isinstance(document, (dict, list)):
+def _depth_ok(value: Any, limit: int = MAX_DEPTH) -> bool:
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return True
+
+
+def _usage(value: Any) -> m.Usage | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise BadInput("usage must be an object with input_tokens, output_tokens, cache_* fields")
+    fields = {}
+    for name in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+        raw = value.get(name, 0) or 0
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+            raise BadInput(f"usage.{name} must be a non-negative integer")
+        fields[name] = raw
+    return m.Usage(**fields)
+
+
+def _model(value: Any, flag: str | None, body_model: Any) -> tuple[str | None, int | None]:
+    limit = None
+    key = None
+    if isinstance(value, dict):
+        provider, model_id = value.get("provider"), value.get("id")
+        for name, part in (("provider", provider), ("id", model_id)):
+            if part is not None and not isinstance(part, str):
+                raise BadInput(f"model.{name} must be a string")
+        key = f"{provider}/{model_id}" if provider and model_id else (model_id or None)
+        raw_limit = value.get("context_limit")
+        if raw_limit is not None:
+            if isinstance(raw_limit, bool) or not isinstance(raw_limit, int):
+                raise BadInput("model.context_limit must be an integer")
+            limit = raw_limit
+    elif isinstance(body_model, str):
+        key = body_model
+    if flag:
+        key = flag
+    return key, limit
+
+
+def _first_user_text(harness: str, messages: list) -> str:
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        if harness == m.OPENCODE:
+            info = message.get("info") or {}
+            if info.get("role") == "user":
+                return "".join(p.get("text", "") for p in message.get("parts") or [] if isinstance(p, dict))
+        elif message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return ""
+
+
+def _session_id(doc: dict | None, harness: str, messages: list, flag: str | None, project: Path) -> str:
+    if doc is not None and doc.get("session_id") is not None:
+        if not isinstance(doc["session_id"], str) or not doc["session_id"]:
+            raise BadInput("session_id must be a non-empty string")
+        return doc["session_id"]
+    if harness == m.OPENCODE and messages and isinstance(messages[0], dict):
+        info = messages[0].get("info")
+        if isinstance(info, dict) and isinstance(info.get("sessionID"), str):
+            return info["sessionID"]
+    if flag:
+        return flag
+    seed = f"{project}\x00{_first_user_text(harness, messages)}".encode("utf-8", "replace")
+    return "fp-" + hashlib.sha256(seed).hexdigest()[:16]
+
+
+def _tool_names(value: Any) -> list[str] | None:
+    """Tool names from a tools list in any of the accepted forms (names, Anthropic, OpenAI definitions)."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise BadInput("tools must be an array of tool definitions")
+    names = [v for v in value if isinstance(v, str)]
+    return names + anthropic.tool_names(value) + openai.tool_names(value)
+
+
+def read_input(document: Any, options: dict[str, str | bool]) -> PassInput:
+    """Classify the document's shape and collect the pass inputs; BadInput on anything malformed."""
+    if not _depth_ok(document):
+        raise BadInput(f"input nests deeper than {MAX_DEPTH} levels")
+    if isinstance(document, list):
+        shape, doc, messages = "array", None, document
+    elif isinstance(document, dict):
+        messages = document.get("messages")
+        if not isinstance(messages, list):
+            raise BadInput("unknown shape: an object must carry a `messages` array")
+        # A provider request body always names its model with a string; anything else is an envelope.
+        shape, doc = ("body" if isinstance(document.get("model"), str) else "envelope"), document
+    else:
         raise BadInput(f"expected a JSON object or array, got {type(document).__name__}")
-    return _dumps(document)
+
+    flag_harness = options.get("--harness")
+    if isinstance(flag_harness, str) and flag_harness not in m.HARNESSES:
+        raise BadInput(f"--harness must be one of {', '.join(m.HARNESSES)}, got {flag_harness!r}")
+    harness = (doc or {}).get("harness") or flag_harness or detect.detect_harness(document)
+    if harness not in m.HARNESSES:
+        raise BadInput(f"unknown harness {harness!r}", fix=f"use one of {', '.join(m.HARNESSES)}")
+
+    project_value = (doc or {}).get("project_dir") or options.get("--project") or os.getcwd()
+    if not isinstance(project_value, str):
+        raise BadInput("project_dir must be a string path")
+    project = Path(project_value)
+    flag_session = options.get("--session")
+    session_id = _session_id(doc, harness, messages, flag_session if isinstance(flag_session, str) else None, project)
+
+    flag_model = options.get("--model")
+    model_key, limit = _model((doc or {}).get("model") if shape == "envelope" else None,
+                              flag_model if isinstance(flag_model, str) else None,
+                              (doc or {}).get("model"))
+    flag_limit = options.get("--context-limit")
+    if isinstance(flag_limit, str):
+        limit = int(flag_limit)
+
+    now = (doc or {}).get("now") if shape == "envelope" else None
+    if now is not None and (isinstance(now, bool) or not isinstance(now, int | float)):
+        raise BadInput("now must be epoch milliseconds")
+    agent = (doc or {}).get("agent", "primary") if shape == "envelope" else "primary"
+    if not isinstance(agent, str):
+        raise BadInput("agent must be a string: primary or subagent")
+
+    tools = _tool_names((doc or {}).get("tools"))
+
+    system = (doc or {}).get("system") if shape in ("envelope", "body") else None
+    return PassInput(
+        document=document, shape=shape, harness=harness, messages_json=messages, session_id=session_id,
+        project_dir=project, model_key=model_key, context_limit=limit,
+        usage=_usage((doc or {}).get("usage")) if shape == "envelope" else None,
+        agent=agent, now_ms=int(now) if now is not None else int(time.time() * 1000),
+        system=system, tools=tools, report=bool(options.get("--report")), dry_run=bool(options.get("--dry-run")),
+    )
 
 
-__all__ = ["parse_document", "run"]
+def reduce_available(enabled: bool, tools: list[str] | None) -> bool:
+    """ctx_reduce counts as available when enabled and no tool list is given or the list names it."""
+    if not enabled:
+        return False
+    if tools is None:
+        return True
+    return any(name == "ctx_reduce" or name.endswith("__ctx_reduce") or name.endswith(".ctx_reduce") for name in tools)
+
+
+def build_output(inp: PassInput, messages_out: list, system_out: Any) -> Any:
+    """Put the rewritten messages (and system) back into a document of the input's shape."""
+    if inp.shape == "array":
+        return messages_out
+    document = dict(inp.document)
+    document["messages"] = messages_out
+    if system_out is not None:
+        document["system"] = system_out
+    return document
+
+
+__all__ = ["CODECS", "PassInput", "build_output", "dumps", "loads", "parse_document", "read_input",
+           "reduce_available"]

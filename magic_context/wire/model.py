@@ -44,7 +44,8 @@ HARNESSES: Final = (OPENCODE, PI, ANTHROPIC, OPENAI)
 
 # Marks for the harness's own compaction (later stages never summarize a summary).
 COMPACTION_REQUEST: Final = "request"  # OpenCode user message holding a `compaction` part
-COMPACTION_SUMMARY: Final = "summary"  # the harness's summary (OpenCode summary:true, Pi compactionSummary, CC isCompactSummary)
+# The harness's own summary (OpenCode summary:true, Pi compactionSummary, Claude Code isCompactSummary).
+COMPACTION_SUMMARY: Final = "summary"
 BRANCH_SUMMARY: Final = "branch_summary"  # Pi branchSummary
 
 

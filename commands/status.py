@@ -1,0 +1,89 @@
+"""`mc status`: context use, tags, pending drops, compartments, historian, recent passes, paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from commands import _output
+
+
+def status(
+    session: str = typer.Option(None, "--session", help="Session id (default: the most recently active session)."),
+    latest: bool = typer.Option(False, "--latest", help="Show the most recently active session."),
+    harness: str = typer.Option(None, "--harness", help="Disambiguate a session id used by several harnesses."),
+    project: Path = typer.Option(None, "--project", help="Limit --latest to sessions of this project."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON envelope on stdout."),
+) -> None:
+    """Show what mc is doing for a session.
+
+    \b
+    Examples:
+      mc status --latest
+      mc status --session ses_abc123 --json
+    """
+    from magic_context import project as project_identity
+    from magic_context import status as engine
+    from magic_context.store import db
+
+    conn = db.open_db()
+    try:
+        project_id = project_identity.identity(project) if project and not session else None
+        data = engine.status(conn, session_id=None if latest and not session else session, harness=harness,
+                             project_id=project_id)
+    finally:
+        conn.close()
+    if as_json:
+        _output.print_json("status", data)
+        return
+    _render(data)
+
+
+def _bar(percent: float | None, width: int = 30) -> str:
+    if percent is None:
+        return "[" + " " * width + "]"
+    filled = min(width, round(width * percent / 100))
+    return "[" + "█" * filled + "·" * (width - filled) + "]"
+
+
+def _render(data: dict) -> None:
+    out = _output.console()
+    if data.get("session") is None:
+        out.print("No sessions yet: pipe a request through `mc transform` first.")
+    else:
+        s, ctx, tags = data["session"], data["context"], data["tags"]
+        out.print(f"[bold]{s['harness']}[/bold] session {s['session_id']}  ({s['agent']}, model {s['model'] or '?'})")
+        percent = ctx["percent"]
+        out.print(f"context  {_bar(percent)} {ctx['used_tokens']:,} / {ctx['limit_tokens']:,} tokens"
+                  + (f" ({percent}%)" if percent is not None else ""))
+        pending = len(data["pending_drops"])
+        out.print(f"tags     {tags['active']} active, {tags['dropped']} dropped, {pending} pending drops")
+        out.print(f"history  {data['raw_messages']} raw messages, {len(data['compartments'])} compartments, "
+                  f"{data['memories']} memories")
+        historian = data["historian"]
+        line = f"historian {historian['state']}"
+        if historian.get("last_failure"):
+            line += f" (last failure: {historian['last_failure']})"
+        out.print(line)
+        cache = data["cache"]
+        out.print(f"cache    ~{cache['read_share']:.0%} of input tokens read from cache over the recorded passes")
+        if data["passes"]:
+            from rich.table import Table
+
+            table = Table("pass", "bust", "reason", "before", "after", "ms", box=None, header_style="bold")
+            for report in data["passes"]:
+                table.add_row(report.get("pass", "?"), "yes" if report.get("bust") else "no",
+                              str(report.get("reason", ""))[:60], f"{report.get('tokens_before', 0):,}",
+                              f"{report.get('tokens_after', 0):,}", f"{report.get('ms', 0):.1f}")
+            out.print(table)
+    out.print("[bold]paths[/bold]")
+    for name, value in data["paths"].items():
+        out.print(f"  {name:12} {value}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("status")(status)
+
+
+__all__ = ["register", "status"]

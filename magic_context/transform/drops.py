@@ -1,0 +1,104 @@
+"""Applying drop decisions to a pass's canonical messages (the same code replays them every pass).
+
+A decision is frozen in the tag row (status + drop mode), so the bytes it produces are a pure
+function of the tag number and the raw input: `[dropped §N§]`, `[truncated §N§]\\n<preview>…`,
+a tool arc removed whole, or its call kept with the output replaced.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from magic_context.transform.tagger import Site
+from magic_context.transform.tags import (
+    KIND_MEDIA,
+    KIND_TEXT,
+    KIND_TOOL,
+    MODE_EDIT_MARKER,
+    MODE_REMOVED,
+    MODE_SKELETON,
+    MODE_TRUNCATED,
+    placeholder,
+)
+from magic_context.wire import model as m
+
+PREVIEW_CHARS: Final = 250
+PREVIEW_CUT_WINDOW: Final = 30
+CONTENT_KINDS: Final = frozenset({m.TEXT, m.TOOL_CALL, m.TOOL_RESULT, m.MEDIA})
+PATH_KEYS: Final = ("filePath", "file_path", "path", "filename", "file")
+
+
+def truncated(number: int, text: str) -> str:
+    """User text kept as a turn boundary: `[truncated §N§]` + newline + a ≤250-char preview."""
+    if len(text) <= PREVIEW_CHARS:
+        preview = text
+    else:
+        head = text[:PREVIEW_CHARS]
+        cut = head.rfind(" ", PREVIEW_CHARS - PREVIEW_CUT_WINDOW)
+        cut = max(cut, head.rfind("\n", PREVIEW_CHARS - PREVIEW_CUT_WINDOW))
+        preview = (head[:cut] if cut > 0 else head).rstrip() + "…"
+    return f"[truncated §{number}§]\n{preview}"
+
+
+def default_mode(site: Site) -> str:
+    """How a tag is dropped unless a lane chose otherwise."""
+    if site.tag.kind == KIND_TOOL:
+        return MODE_REMOVED
+    if site.tag.kind == KIND_TEXT and site.role == m.USER:
+        return MODE_TRUNCATED
+    return "placeholder"
+
+
+def edit_marker_input(value: object, number: int) -> object:
+    """A superseded edit's call input: keep the file path, replace everything bulky."""
+    marker: dict[str, object] = {"dropped": placeholder(number)}
+    if isinstance(value, dict):
+        for key in PATH_KEYS:
+            if isinstance(value.get(key), str):
+                return {key: value[key], **marker}
+    return marker
+
+
+def _placeholder_block(block: m.Block, number: int) -> m.Block:
+    return m.Block(m.TEXT, text=placeholder(number), key=f"{block.key}:dropped", synthetic=True)
+
+
+def apply(messages: list[m.Message], sites: list[Site], stripped_reasoning: set[str]) -> list[m.Message]:
+    """Rewrite dropped parts in place; return the messages still worth sending."""
+    had_content = [any(b.kind in CONTENT_KINDS for b in msg.blocks) for msg in messages]
+    removed: set[int] = set()
+    for site in sites:
+        tag = site.tag
+        if not tag.dropped:
+            continue
+        mode = tag.drop_mode or default_mode(site)
+        if tag.kind == KIND_TEXT and site.block is not None:
+            text = site.block.text
+            site.block.text = truncated(tag.number, text) if mode == MODE_TRUNCATED else placeholder(tag.number)
+        elif tag.kind == KIND_MEDIA and site.block is not None:
+            blocks = messages[site.message_index].blocks
+            blocks[blocks.index(site.block)] = _placeholder_block(site.block, tag.number)
+        elif tag.kind == KIND_TOOL:
+            if mode in (MODE_SKELETON, MODE_EDIT_MARKER) and site.call is not None and site.results:
+                first = site.results[0][1]
+                first.text = placeholder(tag.number)
+                removed.update(id(b) for _, b in site.results[1:])
+                if mode == MODE_EDIT_MARKER:
+                    site.call[1].input = edit_marker_input(site.call[1].input, tag.number)
+            else:
+                removed.update(id(b) for _, b in site.results)
+                if site.call is not None:
+                    removed.add(id(site.call[1]))
+    kept: list[m.Message] = []
+    for msg, before in zip(messages, had_content, strict=True):
+        if removed:
+            msg.blocks = [b for b in msg.blocks if id(b) not in removed]
+        if msg.id in stripped_reasoning:
+            msg.blocks = [b for b in msg.blocks if b.kind != m.REASONING]
+        if before and not any(b.kind in CONTENT_KINDS for b in msg.blocks):
+            continue  # everything it carried was dropped: the whole turn goes (reasoning with it)
+        kept.append(msg)
+    return kept
+
+
+__all__ = ["PREVIEW_CHARS", "apply", "default_mode", "edit_marker_input", "truncated"]

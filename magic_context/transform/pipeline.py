@@ -1,0 +1,399 @@
+"""One transform pass (DESIGN §3.4): decode, sync raw history, schedule, tag, mutate under one bust
+permission, render m[0]/m[1], guidance, encode. Every persistent decision is replayed on later passes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from magic_context import project as project_identity
+from magic_context import tokens
+from magic_context.config.hot import HotConfig, duration_ms, load_hot
+from magic_context.errors import ContextEmergency, StorageBusy
+from magic_context.history import render as history_render
+from magic_context.store import db as store_db
+from magic_context.store import raw as raw_store
+from magic_context.transform import drops, guidance, head, heuristics, nudges, reclaim, scheduler, tagger, temporal
+from magic_context.transform import tags as tag_store
+from magic_context.transform.protocol import CODECS, PassInput, build_output, reduce_available
+from magic_context.transform.state import SessionState
+from magic_context.wire import anthropic, openai
+from magic_context.wire import model as m
+
+MAX_REPORTS_PER_SESSION = 200
+TAG_PREFIX_TOKENS = 3
+
+
+@dataclass
+class PassResult:
+    document: Any
+    report: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _estimate(text: str) -> int:
+    return tokens.estimate(text) if text else 0
+
+
+def _system_text(inp: PassInput, messages_json: list) -> tuple[str, Any]:
+    """The first system entry's text and where it lives (for hashing and guidance)."""
+    if inp.harness == m.OPENAI:
+        texts = openai.system_texts(messages_json)
+    elif inp.system is not None:
+        texts = anthropic.system_texts(inp.system) if not isinstance(inp.system, str) else [inp.system]
+    else:
+        texts = []
+    return (texts[0] if texts else ""), texts
+
+
+def _session_row(conn: sqlite3.Connection, inp: PassInput) -> tuple[int, str]:
+    row = conn.execute("SELECT id, project_id FROM sessions WHERE harness = ? AND session_id = ?",
+                       (inp.harness, inp.session_id)).fetchone()
+    if row is not None and row[1]:
+        return int(row[0]), str(row[1])
+    project_id = project_identity.identity(inp.project_dir)
+    pk = raw_store.ensure_session(conn, inp.harness, inp.session_id, project_id=project_id,
+                                  project_dir=str(inp.project_dir), now_ms=inp.now_ms)
+    return pk, project_id
+
+
+def _provider_usage(inp: PassInput, messages: list[m.Message], msg_tokens: list[int]) -> int | None:
+    """Prompt size from the provider's last usage plus an estimate of what came after that response."""
+    for index in range(len(messages) - 1, -1, -1):
+        msg = messages[index]
+        if msg.role != m.ASSISTANT:
+            continue
+        usage = inp.usage or msg.usage
+        if usage is None or usage.total_input <= 0:
+            return None
+        return usage.total_input + usage.output_tokens + sum(msg_tokens[index + 1:])
+    if inp.usage is not None and inp.usage.total_input > 0:
+        return inp.usage.total_input + inp.usage.output_tokens
+    return None
+
+
+def _last_activity(state: SessionState, messages: list[m.Message]) -> int | None:
+    stamps = [state.get("last_pass_at")]
+    for msg in reversed(messages):
+        if msg.role == m.ASSISTANT:
+            stamps.append(msg.completed_at or msg.created_at)
+            break
+    stamps = [s for s in stamps if isinstance(s, int | float)]
+    return int(max(stamps)) if stamps else None
+
+
+def _drain_pending(conn: sqlite3.Connection, pk: int, sites_by_number: dict[int, tagger.Site],
+                   protected_from: int, force: bool) -> tuple[list[heuristics.Drop], list[int]]:
+    """Pending ctx_reduce drops that may land now; returns (drops, pending op numbers to delete)."""
+    rows = conn.execute("SELECT tag_number, forced FROM pending_ops WHERE session_pk = ? AND operation = 'drop'",
+                        (pk,)).fetchall()
+    out, done = [], []
+    for number, forced in rows:
+        site = sites_by_number.get(number)
+        if site is None:
+            continue  # not in this request (e.g. the harness compacted it away): keep it queued
+        if site.tag.dropped:
+            done.append(number)
+            continue
+        if number >= protected_from and not (forced or force):
+            continue  # protected: stays queued until it leaves the protected window
+        out.append(heuristics.Drop(site, drops.default_mode(site), "ctx_reduce"))
+        done.append(number)
+    return out, done
+
+
+def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
+    """Serve one pass. `readonly` replays what is stored (last-known-good): no new tags, no new decisions."""
+    started = time.perf_counter()
+    hot = load_hot(inp.project_dir)
+    warnings: list[str] = []
+    codec = CODECS[inp.harness]
+    messages = codec.decode(inp.messages_json)
+    if not hot["enabled"] or inp.agent not in ("primary", "subagent"):
+        return PassResult(inp.document, {"pass": "defer", "bust": False, "reason": "mc disabled for this call",
+                                         "tokens_before": 0, "tokens_after": 0, "tags": 0, "dropped": 0,
+                                         "pending_drops": 0, "historian": "idle", "ms": 0.0, "warnings": []})
+    primary = inp.agent == "primary"
+    compaction = bool(hot["compaction.enabled"])
+    conn = store_db.open_db(cache_size_mb=hot["sqlite.cache_size_mb"], mmap_size_mb=hot["sqlite.mmap_size_mb"])
+    try:
+        if not readonly:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise store_db.classify(exc) from exc
+        result = _run_in_db(conn, inp, hot, messages, codec=codec, primary=primary, compaction=compaction,
+                            readonly=readonly, warnings=warnings, started=started)
+        if not readonly:
+            conn.execute("ROLLBACK" if inp.dry_run else "COMMIT")
+        return result
+    except sqlite3.OperationalError as exc:
+        raise store_db.classify(exc) from exc
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        conn.close()
+
+
+def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, messages: list[m.Message], *,
+               codec: Any, primary: bool, compaction: bool, readonly: bool, warnings: list[str],
+               started: float) -> PassResult:
+    pk, project_id = _session_row(conn, inp) if not readonly else _existing_session(conn, inp)
+    state = SessionState.load(conn, pk)
+    known = tag_store.load(conn, pk)
+    counter_row = conn.execute("SELECT tag_counter FROM sessions WHERE id = ?", (pk,)).fetchone()
+    counter = int(counter_row[0]) if counter_row else 0
+
+    sync = raw_store.sync(conn, pk, messages, now_ms=inp.now_ms, estimate=_estimate, write=not readonly)
+    msg_tokens = sync.tokens
+
+    reduce_ok = compaction and reduce_available(bool(hot["ctx_reduce_enabled"]), inp.tools)
+    if compaction and not readonly:
+        sites, new_tags, counter = tagger.assign(messages, known, counter, _estimate)
+    elif compaction:
+        sites, new_tags, _ = tagger.assign(messages, dict(known), counter, _estimate)
+        sites = [s for s in sites if not s.tag.new]  # LKG: new parts stay raw
+        new_tags = []
+    else:
+        sites, new_tags = [], []
+    by_number = {s.tag.number: s for s in sites}
+    active_numbers = sorted(s.tag.number for s in sites if not s.tag.dropped)
+    protected_count = int(hot["protected_tags"])
+    protected_from = active_numbers[-protected_count] if len(active_numbers) >= protected_count else 0
+    newest = active_numbers[-1] if active_numbers else 0
+
+    system_first, system_texts = _system_text(inp, inp.messages_json)
+    system_hash = hashlib.blake2b(system_first.encode("utf-8", "replace"), digest_size=8).hexdigest()
+    system_tokens = state.get("system_tokens") if state.get("system_hash") == system_hash else None
+    if system_tokens is None:
+        system_tokens = sum(_estimate(t) for t in system_texts)
+
+    model_key = inp.model_key
+    limit = scheduler.resolve_limit(inp.context_limit, model_key)
+    tokens_map = hot["execute_threshold_tokens"]
+    token_threshold = None
+    if isinstance(tokens_map, dict):
+        token_threshold = tokens_map.get(model_key or "", tokens_map.get("default"))
+    threshold = scheduler.threshold_percent(float(hot.for_model("execute_threshold_percentage", model_key)),
+                                            token_threshold, limit.tokens)
+    ttl = duration_ms(str(hot.for_model("cache_ttl", model_key)))
+
+    head_tokens = int(state.get("m0_tokens", 0)) + int(state.get("m1_tokens", 0))
+    raw_total = sum(msg_tokens)
+
+    def served(site_list: list[tagger.Site]) -> int:
+        saved = sum(reclaim.saving(s, _estimate) for s in site_list if s.tag.dropped)
+        prefixes = TAG_PREFIX_TOKENS * sum(1 for s in site_list if not s.tag.dropped) if reduce_ok else 0
+        return max(0, raw_total - saved) + prefixes + head_tokens + system_tokens
+
+    estimated = served(sites)
+    reported = _provider_usage(inp, messages, msg_tokens)
+    usage_tokens = reported if reported is not None else estimated
+    decision = scheduler.decide(usage_tokens, limit.tokens, threshold, now_ms=inp.now_ms,
+                                last_activity_ms=_last_activity(state, messages), ttl_ms=ttl)
+    force = decision.force and primary
+
+    # Head: HARD fold triggers (the provider cache is already dead, or the baseline changed).
+    with_head = (compaction and primary) or not compaction
+    cached_m0 = state.get("m0")
+    m0_meta = state.get("m0_meta") or {}
+    hard_reasons = []
+    if with_head:
+        if cached_m0 is None or state.get("m1") is None:
+            hard_reasons.append("first render")
+        elif m0_meta.get("model_key") != model_key:
+            hard_reasons.append("model changed")
+        elif m0_meta.get("system_hash") != system_hash:
+            hard_reasons.append("system prompt changed")
+        elif decision.ttl_expired:
+            hard_reasons.append("cache TTL expired")
+    hard = bool(hard_reasons) and not readonly
+    bust = (decision.execute or hard or force) and not readonly
+    historian_running = False
+    mutate = bust and compaction and (not historian_running or force or hard)
+
+    new_drops: list[heuristics.Drop] = []
+    done_pending: list[int] = []
+    stripped = set(state.get("stripped_reasoning") or [])
+    if mutate:
+        pending, done_pending = _drain_pending(conn, pk, by_number, protected_from, force)
+        lanes = [*pending,
+                 *heuristics.duplicate_drops(sites, protected_from),
+                 *heuristics.stale_reduce_drops(sites, protected_from),
+                 *heuristics.age_drops(sites, newest, int(hot["auto_drop_tool_age"]), protected_from)]
+        if hot["smart_drops"]:
+            lanes += heuristics.smart_drops(sites, protected_from)
+        new_drops = heuristics.dedupe(lanes)
+        for drop in new_drops:
+            drop.site.tag.status, drop.site.tag.drop_mode = tag_store.DROPPED, drop.mode
+        stripped |= heuristics.old_reasoning(messages, sites, inp.harness, newest=newest,
+                                             max_age=int(hot["clear_reasoning_age"]), protected_from=protected_from)
+        projected = usage_tokens - (estimated - served(sites))
+        if projected >= threshold / 100 * limit.tokens or force:
+            target = int(reclaim.TARGET_SHARE_OF_THRESHOLD * threshold / 100 * limit.tokens)
+            plan = reclaim.plan(sites, projected, target, protected_from, include_protected=decision.block_band,
+                                estimate=_estimate)
+            for drop in plan.drops:
+                drop.site.tag.status, drop.site.tag.drop_mode = tag_store.DROPPED, drop.mode
+            new_drops += plan.drops
+            projected -= plan.reclaimed_tokens
+        if decision.block_band and limit.proven and reported is not None and primary and \
+                projected >= scheduler.BLOCK_PERCENT / 100 * limit.tokens and not new_drops:
+            raise ContextEmergency(
+                f"context at {decision.usage_percent:.0f}% of the {limit.tokens}-token window "
+                "and nothing could be folded",
+                fix=f"run `mc wrapup --session {inp.session_id}` to compact older history, then retry",
+            )
+
+    # Markers depend on the original timestamps: compute before any message is removed.
+    markers = temporal.markers(messages) if hot["temporal_awareness"] and compaction else {}
+    pristine = {s.tag.number: s.text for s in sites if s.tag.new}
+    kept = drops.apply(messages, sites, stripped if compaction else set())
+    if reduce_ok:
+        tagger.write_prefixes(sites)
+    temporal.apply(kept, markers)
+
+    anchors = list(state.get("nudges") or [])
+    nudge_state = dict(state.get("nudge_state") or {})
+    if reduce_ok:
+        nudges.replay(kept, anchors)
+        if not readonly:
+            meas = nudges.measure(sites, protected_from)
+            quiet = bool(done_pending) or any(d.lane == "ctx_reduce" for d in new_drops)
+            text = nudges.decide(meas, nudge_state, quiet=quiet)
+            if text:
+                nudges.fire(kept, anchors, text)
+
+    # m[0] / m[1]
+    m0_text, m1_text = cached_m0, state.get("m1")
+    if with_head:
+        ctx = head.HeadContext(
+            session_pk=pk, project_id=project_id, project_dir=inp.project_dir,
+            history_budget=int(hot["history_budget_percentage"] * limit.tokens * threshold / 100),
+            memory_budget=int(hot["memory.injection_budget_tokens"]), temporal=bool(hot["temporal_awareness"]),
+            include_history=compaction and primary, include_memory=bool(hot["memory.enabled"]), include_docs=True,
+            estimate=history_render.estimate_tokens)
+        if bust and not hard:
+            m1_text = head.render_m1(conn, ctx, m0_meta)
+            if head.m1_too_large(m1_text, ctx):
+                hard, hard_reasons = True, ["m[1] pressure backstop"]
+        if hard:
+            m0_text, watermarks = head.render_m0(conn, ctx)
+            m1_text = history_render.M1_PLACEHOLDER
+            m0_meta = {**watermarks, "model_key": model_key, "system_hash": system_hash, "materialized_at": inp.now_ms}
+        if m0_text is not None and m1_text is not None:
+            lead = 0
+            while lead < len(kept) and kept[lead].role == m.SYSTEM:
+                lead += 1
+            created = next((msg.created_at for msg in kept if msg.created_at is not None), None)
+            kept[lead:lead] = head.messages(m0_text, m1_text, created)
+
+    messages_out = codec.encode(kept)
+
+    # System guidance, with a date line frozen between busts.
+    system_out = None
+    date = state.get("date")
+    if bust or date is None:
+        date = guidance.date_line(inp.now_ms)
+    guide = guidance.guidance_text(reduce_available=reduce_ok, frozen_date=date) if compaction else ""
+    inject = guide and hot["system_prompt_injection.enabled"] and \
+        not guidance.skipped(system_first, list(hot["system_prompt_injection.skip_signatures"]))
+    if inject and inp.harness == m.OPENAI:
+        texts = openai.system_texts(messages_out)
+        if texts:
+            openai.apply_system(messages_out, [guidance.join(texts[0], guide), *texts[1:]])
+    elif inject and inp.system is not None:
+        if isinstance(inp.system, str):
+            system_out = guidance.join(inp.system, guide)
+        else:
+            texts = anthropic.system_texts(inp.system)
+            system_out = anthropic.apply_system(inp.system, [guidance.join(texts[0] if texts else "", guide),
+                                                             *texts[1:]])
+
+    tokens_after = served(sites)
+    if with_head and m0_text is not None:
+        head_now = _estimate(m0_text) + _estimate(m1_text or "")
+        tokens_after += head_now - head_tokens
+    else:
+        head_now = 0
+    pass_kind = "fold" if hard else "execute" if bust else "defer"
+    pending_left = conn.execute("SELECT count(*) FROM pending_ops WHERE session_pk = ?", (pk,)).fetchone()[0] \
+        - len(done_pending)
+    report = {
+        "pass": pass_kind, "bust": bust,
+        "reason": "; ".join(hard_reasons) if hard else (decision.reason if bust else "defer: " + decision.reason),
+        "tokens_before": raw_total + system_tokens, "tokens_after": tokens_after,
+        "tags": len(sites), "dropped": sum(1 for s in sites if s.tag.dropped), "pending_drops": pending_left,
+        "historian": "idle", "ms": round((time.perf_counter() - started) * 1000, 2), "warnings": warnings,
+        "usage_tokens": usage_tokens, "usage_source": "provider" if reported is not None else "estimate",
+        "context_limit": limit.tokens, "threshold_percent": threshold, "new_drops": len(new_drops),
+        "new_tags": len(new_tags), "raw_written": sync.written,
+    }
+    if not readonly:
+        _persist(conn, inp, pk, state, new_tags=new_tags, new_drops=new_drops, done_pending=done_pending,
+                 pristine=pristine, counter=counter, report=report,
+                 m0_text=m0_text, m1_text=m1_text, m0_meta=m0_meta, head_now=head_now, with_head=with_head,
+                 stripped=stripped, anchors=anchors, nudge_state=nudge_state, date=date,
+                 system_hash=system_hash, system_tokens=system_tokens, model_key=model_key, limit=limit.tokens)
+    return PassResult(build_output(inp, messages_out, system_out), report, warnings)
+
+
+def _existing_session(conn: sqlite3.Connection, inp: PassInput) -> tuple[int, str]:
+    row = conn.execute("SELECT id, project_id FROM sessions WHERE harness = ? AND session_id = ?",
+                       (inp.harness, inp.session_id)).fetchone()
+    if row is None:
+        raise StorageBusy("no stored state for this session yet")
+    return int(row[0]), str(row[1] or "")
+
+
+def _persist(conn: sqlite3.Connection, inp: PassInput, pk: int, state: SessionState, *, new_tags: list[tag_store.Tag],
+             new_drops: list[heuristics.Drop], done_pending: list[int], pristine: dict[int, str], counter: int,
+             report: dict[str, Any], m0_text: str | None, m1_text: str | None, m0_meta: dict, head_now: int,
+             with_head: bool, stripped: set[str], anchors: list, nudge_state: dict, date: str, system_hash: str,
+             system_tokens: int, model_key: str | None, limit: int) -> None:
+    now = inp.now_ms
+    if new_tags:
+        tag_store.insert_new(conn, pk, new_tags, now)
+        tag_store.save_source(conn, pk, sorted(pristine.items()))
+    if new_drops:
+        tag_store.save_drops(conn, pk, [d.site.tag for d in new_drops])
+    if done_pending:
+        conn.executemany("DELETE FROM pending_ops WHERE session_pk = ? AND tag_number = ?",
+                         [(pk, n) for n in done_pending])
+    conn.execute("UPDATE sessions SET tag_counter = ?, updated_at = ?, model_key = ?, context_limit = ? WHERE id = ?",
+                 (counter, now, model_key, limit, pk))
+    if with_head and m0_text is not None:
+        state.set("m0", m0_text)
+        state.set("m1", m1_text)
+        state.set("m0_meta", m0_meta)
+        m0_tokens = _estimate(m0_text)
+        state.set("m0_tokens", m0_tokens)
+        state.set("m1_tokens", max(0, head_now - m0_tokens))
+    state.set("stripped_reasoning", sorted(stripped))
+    state.set("nudges", anchors)
+    state.set("nudge_state", nudge_state)
+    state.set("date", date)
+    state.set("system_hash", system_hash)
+    state.set("system_tokens", system_tokens)
+    state.set("last_pass_at", now)
+    state.save(conn, now)
+    import json
+
+    conn.execute(
+        "INSERT INTO pass_reports (session_pk, at, pass_kind, bust, reason, tokens_before, tokens_after, ms, "
+        "report_json) VALUES (?,?,?,?,?,?,?,?,?)",
+        (pk, now, report["pass"], int(report["bust"]), report["reason"], report["tokens_before"],
+         report["tokens_after"], report["ms"], json.dumps(report, ensure_ascii=False)),
+    )
+    conn.execute(
+        "DELETE FROM pass_reports WHERE session_pk = ? AND id <= "
+        "(SELECT id FROM pass_reports WHERE session_pk = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
+        (pk, pk, MAX_REPORTS_PER_SESSION),
+    )
+
+
+__all__ = ["PassResult", "run"]

@@ -1,0 +1,78 @@
+"""Pressure reclaim: on a busting pass over the threshold, drop the oldest content down to a target.
+
+Dropping well below the execute threshold (not just under it) is what keeps the following passes
+deferred and cached: one priced bust buys many cheap passes instead of a bust every turn. Tool
+outputs go first (oldest first), then assistant text, then user text (kept as a truncated turn
+boundary). The newest `protected_tags` are spared unless the pass is in the ≥95% band.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Final
+
+from magic_context.transform.drops import PREVIEW_CHARS, default_mode
+from magic_context.transform.heuristics import Drop
+from magic_context.transform.tagger import Site
+from magic_context.transform.tags import KIND_MEDIA, KIND_TEXT, KIND_TOOL
+from magic_context.wire import model as m
+
+# After a reclaim the request should sit at this share of the execute threshold.
+TARGET_SHARE_OF_THRESHOLD: Final = 0.72
+PLACEHOLDER_TOKENS: Final = 8
+PREVIEW_TOKENS: Final = PREVIEW_CHARS // 3 + 8
+
+
+@dataclass(frozen=True, slots=True)
+class ReclaimPlan:
+    drops: list[Drop]
+    reclaimed_tokens: int
+    target_tokens: int
+
+
+def saving(site: Site, estimate) -> int:
+    """Tokens a drop of this tag saves in the served request (an estimate)."""
+    tag = site.tag
+    if tag.kind == KIND_TOOL:
+        call_tokens = 0
+        if site.call is not None:
+            try:
+                call_tokens = estimate(json.dumps(site.call[1].input, ensure_ascii=False)) + 12
+            except (TypeError, ValueError):
+                call_tokens = 12
+        return tag.tokens + call_tokens
+    if tag.kind == KIND_TEXT and site.role == m.USER:
+        return max(0, tag.tokens - PREVIEW_TOKENS)
+    if tag.kind == KIND_MEDIA:
+        return 500  # images cost far more than their empty text; a conservative flat figure
+    return max(0, tag.tokens - PLACEHOLDER_TOKENS)
+
+
+def _order(sites: list[Site]) -> list[Site]:
+    tools = [s for s in sites if s.tag.kind == KIND_TOOL and s.results]
+    media = [s for s in sites if s.tag.kind == KIND_MEDIA]
+    assistant = [s for s in sites if s.tag.kind == KIND_TEXT and s.role != m.USER]
+    user = [s for s in sites if s.tag.kind == KIND_TEXT and s.role == m.USER]
+    return tools + media + assistant + user
+
+
+def plan(sites: list[Site], usage_tokens: int, target_tokens: int, protected_from: int, *,
+         include_protected: bool, estimate, floor_saving: int = 0) -> ReclaimPlan:
+    """Choose drops, oldest first by lane, until the projected usage reaches the target."""
+    drops: list[Drop] = []
+    reclaimed = 0
+    for site in _order(sites):
+        if usage_tokens - reclaimed <= target_tokens:
+            break
+        if site.tag.dropped or (site.tag.number >= protected_from and not include_protected):
+            continue
+        gain = saving(site, estimate)
+        if gain <= floor_saving:
+            continue
+        drops.append(Drop(site, default_mode(site), "reclaim"))
+        reclaimed += gain
+    return ReclaimPlan(drops, reclaimed, target_tokens)
+
+
+__all__ = ["TARGET_SHARE_OF_THRESHOLD", "ReclaimPlan", "plan", "saving"]

@@ -1,0 +1,128 @@
+"""Execute vs defer: usage against the execute threshold, and prompt-cache TTL expiry.
+
+Usage is the provider-reported prompt size of the last response (when given) plus an estimate of
+what was appended since; otherwise an estimate of the whole request. Context limits come from the
+envelope or flag, then config, then a built-in table of common models.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+MIN_PLAUSIBLE_LIMIT: Final = 1024
+DEFAULT_LIMIT: Final = 200_000
+FORCE_PERCENT: Final = 85.0
+BLOCK_PERCENT: Final = 95.0
+HISTORIAN_FORCE_PERCENT: Final = 80.0
+EXECUTE_THRESHOLD_CAP: Final = 90.0
+
+# Model id fragments → context window, most specific first (matched on the lower-cased id).
+MODEL_LIMITS: Final = (
+    ("claude-sonnet-4-5", 200_000), ("claude-opus-4", 200_000), ("claude-haiku-4", 200_000),
+    ("claude-3-5", 200_000), ("claude-3-7", 200_000), ("claude", 200_000),
+    ("gpt-4.1", 1_047_576), ("gpt-4o", 128_000), ("gpt-5", 400_000), ("o4-mini", 200_000), ("o3", 200_000),
+    ("gpt-4-turbo", 128_000), ("gpt-3.5", 16_385),
+    ("gemini-2.5", 1_048_576), ("gemini-2.0", 1_048_576), ("gemini-1.5-pro", 2_097_152),
+    ("deepseek", 128_000), ("qwen3-coder", 262_144), ("qwen", 131_072), ("kimi-k2", 131_072),
+    ("glm-4", 131_072), ("llama-3", 131_072), ("mistral-large", 131_072), ("codestral", 256_000),
+)
+
+
+def builtin_limit(model_id: str | None) -> int | None:
+    """The built-in context window of a known model, else None."""
+    if not model_id:
+        return None
+    lowered = model_id.lower()
+    for fragment, limit in MODEL_LIMITS:
+        if fragment in lowered:
+            return limit
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    tokens: int
+    source: str  # "input" (envelope/flag: provider-proven), "config", "builtin", "default"
+
+    @property
+    def proven(self) -> bool:
+        return self.source == "input"
+
+
+def resolve_limit(given: int | None, model_id: str | None, configured: int | None = None) -> Limit:
+    """Envelope/flag first, then config, then the built-in table, then 200 000; implausible values fall back."""
+    if given is not None and given >= MIN_PLAUSIBLE_LIMIT:
+        return Limit(int(given), "input")
+    if configured is not None and configured >= MIN_PLAUSIBLE_LIMIT:
+        return Limit(int(configured), "config")
+    known = builtin_limit(model_id)
+    if known:
+        return Limit(known, "builtin")
+    return Limit(DEFAULT_LIMIT, "default")
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The scheduler's verdict for one pass."""
+
+    execute: bool
+    reason: str
+    usage_tokens: int
+    usage_percent: float
+    threshold_percent: float
+    ttl_expired: bool
+    force: bool  # ≥85%: materialize and drain
+    block_band: bool  # ≥95%
+
+
+def threshold_percent(percent: float, tokens_threshold: int | None, limit: int) -> float:
+    """The effective execute threshold in percent (a token threshold overrides the percentage)."""
+    if tokens_threshold:
+        return min(EXECUTE_THRESHOLD_CAP, max(1.0, 100.0 * tokens_threshold / limit))
+    return min(EXECUTE_THRESHOLD_CAP, float(percent))
+
+
+def decide(
+    usage_tokens: int,
+    limit: int,
+    threshold: float,
+    *,
+    now_ms: int,
+    last_activity_ms: int | None,
+    ttl_ms: float,
+) -> Decision:
+    """Execute when usage ≥ threshold or the cache TTL expired since the last activity; else defer."""
+    percent = 100.0 * usage_tokens / limit if limit else 0.0
+    expired = last_activity_ms is not None and math.isfinite(ttl_ms) and now_ms - last_activity_ms > ttl_ms
+    if percent >= threshold:
+        reason = f"usage {percent:.1f}% ≥ threshold {threshold:g}%"
+    elif expired:
+        reason = "cache TTL expired"
+    else:
+        reason = "within threshold, cache warm"
+    return Decision(
+        execute=percent >= threshold or expired,
+        reason=reason,
+        usage_tokens=usage_tokens,
+        usage_percent=percent,
+        threshold_percent=threshold,
+        ttl_expired=expired,
+        force=percent >= FORCE_PERCENT,
+        block_band=percent >= BLOCK_PERCENT,
+    )
+
+
+__all__ = [
+    "BLOCK_PERCENT",
+    "DEFAULT_LIMIT",
+    "FORCE_PERCENT",
+    "HISTORIAN_FORCE_PERCENT",
+    "Decision",
+    "Limit",
+    "builtin_limit",
+    "decide",
+    "resolve_limit",
+    "threshold_percent",
+]

@@ -1,0 +1,104 @@
+"""Tag rows: one per taggable part (text, tool arc, media), numbered per session, monotonic.
+
+A tag's number and its drop decision are persisted, so every later pass re-applies the same
+bytes. Tool tags are keyed by (call id, owning message id) because OpenCode reuses call ids
+per assistant turn.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Final
+
+KIND_TEXT: Final = "text"
+KIND_TOOL: Final = "tool"
+KIND_MEDIA: Final = "media"
+
+ACTIVE: Final = "active"
+DROPPED: Final = "dropped"
+
+# Drop modes (frozen at first application, replayed on every pass).
+MODE_PLACEHOLDER: Final = "placeholder"  # text → "[dropped §N§]"; media → a text part "[dropped §N§]"
+MODE_TRUNCATED: Final = "truncated"  # user text → "[truncated §N§]\n<preview>…"
+MODE_REMOVED: Final = "removed"  # tool arc: call and result(s) removed together (OpenCode: the whole part)
+MODE_SKELETON: Final = "skeleton"  # tool arc: call kept, output → "[dropped §N§]"
+MODE_EDIT_MARKER: Final = "edit_marker"  # superseded edit: call keeps its path, output → "[dropped §N§]"
+
+
+def placeholder(number: int) -> str:
+    """The one drop placeholder: a pure function of the tag number."""
+    return f"[dropped §{number}§]"
+
+
+@dataclass(slots=True)
+class Tag:
+    number: int
+    part_key: str
+    kind: str
+    message_id: str
+    status: str = ACTIVE
+    drop_mode: str | None = None
+    byte_size: int = 0
+    tokens: int = 0
+    tool_name: str | None = None
+    new: bool = False
+    role: str = field(default="", compare=False)
+
+    @property
+    def dropped(self) -> bool:
+        return self.status == DROPPED
+
+
+def load(conn: sqlite3.Connection, session_pk: int) -> dict[str, Tag]:
+    """All tags of a session keyed by part key."""
+    rows = conn.execute(
+        "SELECT tag_number, part_key, kind, message_id, status, drop_mode, byte_size, tokens, tool_name "
+        "FROM tags WHERE session_pk = ?",
+        (session_pk,),
+    ).fetchall()
+    return {r[1]: Tag(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]) for r in rows}
+
+
+def insert_new(conn: sqlite3.Connection, session_pk: int, tags: list[Tag], now_ms: int) -> None:
+    conn.executemany(
+        "INSERT OR IGNORE INTO tags (session_pk, tag_number, part_key, kind, message_id, status, drop_mode, "
+        "byte_size, tokens, tool_name, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        [(session_pk, t.number, t.part_key, t.kind, t.message_id, t.status, t.drop_mode, t.byte_size, t.tokens,
+          t.tool_name, now_ms) for t in tags],
+    )
+
+
+def save_drops(conn: sqlite3.Connection, session_pk: int, tags: list[Tag]) -> None:
+    conn.executemany(
+        "UPDATE tags SET status = ?, drop_mode = ? WHERE session_pk = ? AND tag_number = ?",
+        [(t.status, t.drop_mode, session_pk, t.number) for t in tags],
+    )
+
+
+def save_source(conn: sqlite3.Connection, session_pk: int, items: list[tuple[int, str]]) -> None:
+    """Store pristine (pre-tag) text once per tag, for ctx_expand and compression."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO source_contents (session_pk, tag_number, content) VALUES (?,?,?)",
+        [(session_pk, number, text) for number, text in items],
+    )
+
+
+__all__ = [
+    "ACTIVE",
+    "DROPPED",
+    "KIND_MEDIA",
+    "KIND_TEXT",
+    "KIND_TOOL",
+    "MODE_EDIT_MARKER",
+    "MODE_PLACEHOLDER",
+    "MODE_REMOVED",
+    "MODE_SKELETON",
+    "MODE_TRUNCATED",
+    "Tag",
+    "insert_new",
+    "load",
+    "placeholder",
+    "save_drops",
+    "save_source",
+]

@@ -1,0 +1,254 @@
+"""Strict validation of historian output, with healing (reference §4.3 steps 1–7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from magic_context.errors import MCError
+from magic_context.history.parse import parse_historian_output
+from magic_context.history.validate import (
+    HISTORIAN_BOUNDARY_HEALING_SLACK,
+    HistorianValidationError,
+    validate_historian_output,
+    validate_stored_compartments,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "historian"
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+def comp(start: int, end: int, p1: str = "body", **attrs: str) -> str:
+    extra = "".join(f' {k}="{v}"' for k, v in attrs.items())
+    return (f'<compartment start="{start}" end="{end}" title="c{start}"{extra}>'
+            f"<p1>{p1}</p1><p2>p2</p2><p3>p3</p3><p4/></compartment>")
+
+
+def output(*compartments: str, unprocessed: int | None = None, tail: str = "") -> str:
+    meta = f"<meta><unprocessed_from>{unprocessed}</unprocessed_from></meta>" if unprocessed is not None else ""
+    return f"<output><compartments>{''.join(compartments)}</compartments>{tail}{meta}</output>"
+
+
+def fails(text: str, start: int, end: int, code: str, **kw) -> HistorianValidationError:
+    with pytest.raises(HistorianValidationError) as info:
+        validate_historian_output(text, start, end, **kw)
+    assert info.value.code == code, info.value.message
+    assert "\n" not in info.value.message
+    return info.value
+
+
+def ranges(result) -> list[tuple[int, int]]:
+    return [(c.start, c.end) for c in result.compartments]
+
+
+# --- happy paths ---------------------------------------------------------------------------
+
+
+def test_full_output_with_lookahead():
+    result = validate_historian_output(fixture("full_output.xml"), 1, 20)
+    assert ranges(result) == [(1, 6), (7, 12)]
+    assert result.unprocessed_from == 13 == result.next_start
+    assert result.discarded is None and result.promote_unanchored
+    assert len(result.facts) == 3 and result.dropped_facts == 2
+    assert [e.kind for e in result.events] == ["causal_incident", "trajectory_correction"]
+    assert result.user_observations == ("The user prefers exact byte-level test vectors.",)
+    # Step 6: only the first primer is kept.
+    assert result.primer.question == "How is the decay tier of a compartment chosen?"
+
+
+def test_accepts_a_parsed_output():
+    parsed = parse_historian_output(fixture("full_output.xml"))
+    assert ranges(validate_historian_output(parsed, 1, 20)) == [(1, 6), (7, 12)]
+
+
+def test_mismatched_tier_tags_validate():
+    result = validate_historian_output(fixture("mismatched_tiers.xml"), 1, 30)
+    first, second = result.compartments
+    assert (first.p1, first.p2, first.p3, first.p4) == ("first tier body", "second tier body",
+                                                        "third tier without a closer", "anchor only")
+    assert (second.p2, second.p3, second.p4) == ("only p1 and p3", "dense p3", "")
+    assert result.next_start == 9
+
+
+def test_importance_is_clamped():
+    result = validate_historian_output(output(comp(1, 4, importance="250"), unprocessed=5), 1, 20)
+    assert result.compartments[0].importance == 100
+
+
+# --- step 1 --------------------------------------------------------------------------------
+
+
+def test_zero_compartments():
+    err = fails("<output><facts></facts></output>", 1, 10, "no_compartments")
+    assert isinstance(err, MCError)
+    assert "no usable compartments" in err.message
+
+
+# --- step 2: gaps --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tool_only", [{15, 16, 17}, range(15, 18), lambda o: 15 <= o <= 17])
+def test_gap_inside_tool_only_range_is_healed(tool_only):
+    result = validate_historian_output(fixture("tool_gap.xml"), 10, 30, tool_only=tool_only)
+    assert ranges(result) == [(10, 17), (18, 22)]
+    assert result.healed_gaps == ((15, 17),)
+    assert result.next_start == 23
+
+
+def test_narrative_gap_is_rejected():
+    err = fails(fixture("tool_gap.xml"), 10, 30, "gap", tool_only={15, 17})
+    assert "gap before message 18 (expected 15)" in err.message
+    fails(fixture("tool_gap.xml"), 10, 30, "gap")
+
+
+def test_leading_and_trailing_tool_only_gaps_are_healed():
+    text = output(comp(3, 6), comp(7, 9))
+    result = validate_historian_output(text, 1, 12, tool_only={1, 2, 10, 11, 12}, emergency=True)
+    assert ranges(result) == [(1, 6), (7, 12)]
+    assert result.healed_gaps == ((1, 2), (10, 12))
+    fails(text, 1, 12, "gap", tool_only={1})
+
+
+def test_trailing_tool_only_gap_before_unprocessed_from():
+    result = validate_historian_output(output(comp(1, 5), unprocessed=8), 1, 20, tool_only={6, 7})
+    assert ranges(result) == [(1, 7)]
+    assert result.unprocessed_from == 8
+
+
+# --- step 3: terminal tool arcs ------------------------------------------------------------
+
+
+def test_terminal_boundary_extends_over_a_completed_arc():
+    result = validate_historian_output(output(comp(1, 8), unprocessed=9), 1, 20, tool_arcs=[(8, 10)])
+    assert ranges(result) == [(1, 10)]
+    assert result.terminal_extended_to == 10
+    assert result.unprocessed_from == 11 == result.next_start
+
+
+def test_terminal_extension_follows_chained_arcs():
+    result = validate_historian_output(output(comp(1, 8), unprocessed=9), 1, 20, tool_arcs=[(8, 10), (9, 12)])
+    assert ranges(result) == [(1, 12)]
+
+
+def test_arc_past_the_chunk_end_is_rejected():
+    fails(output(comp(1, 8), unprocessed=9), 1, 20, "arc_split", tool_arcs=[(8, 25)])
+
+
+# --- step 4: ranges ------------------------------------------------------------------------
+
+
+def test_overlap_is_rejected():
+    err = fails(fixture("overlap.xml"), 1, 20, "overlap")
+    assert "overlap before message 7" in err.message
+
+
+def test_missing_p1_is_rejected():
+    err = fails(fixture("missing_p1.xml"), 1, 20, "missing_p1")
+    assert "compartment 2 (6-10) is missing the tiered paraphrase structure" in err.message
+
+
+def test_range_checks():
+    fails(output(comp(5, 3), unprocessed=6), 1, 20, "invalid_range")
+    fails(output(comp(1, 25)), 1, 20, "outside_chunk")
+    fails(output(comp(0, 4), unprocessed=5), 1, 20, "outside_chunk")
+    fails(output(comp(3, 6), unprocessed=7), 1, 20, "gap")
+
+
+# --- step 5: unprocessed_from --------------------------------------------------------------
+
+
+def test_unprocessed_from_mid_chunk():
+    result = validate_historian_output(fixture("unprocessed_mid.xml"), 1, 20)
+    assert ranges(result) == [(1, 8)]
+    assert result.unprocessed_from == 9 == result.next_start
+
+
+def test_unprocessed_from_rules():
+    fails(output(comp(1, 8), unprocessed=11), 1, 20, "unprocessed_from")
+    fails(output(comp(1, 8), unprocessed=40), 1, 20, "unprocessed_from")
+    err = fails(output(comp(1, 8)), 1, 20, "uncovered")
+    assert "<unprocessed_from>9</unprocessed_from>" in err.message
+    done = validate_historian_output(output(comp(1, 10), comp(11, 20), unprocessed=21), 1, 20, emergency=True)
+    assert done.unprocessed_from == 21
+
+
+def test_fully_processed_claim_with_uncovered_tail_is_normalized():
+    result = validate_historian_output(output(comp(1, 8), unprocessed=21), 1, 20)
+    assert result.unprocessed_from == 9
+    assert any("uncovered" in w for w in result.warnings)
+
+
+# --- truncation ----------------------------------------------------------------------------
+
+
+def test_truncated_output_is_rejected_by_default():
+    err = fails(fixture("truncated.xml"), 1, 20, "truncated")
+    assert err.truncated
+    assert "cut off after compartment 6-9" in err.message
+
+
+def test_truncated_output_keeps_complete_compartments_when_accepted():
+    result = validate_historian_output(fixture("truncated.xml"), 1, 20, accept_truncated=True)
+    assert ranges(result) == [(1, 5), (6, 9)]
+    assert result.truncated
+    assert result.unprocessed_from == 10 == result.next_start
+
+
+def test_truncated_before_any_compartment():
+    err = fails('<output><compartments><compartment start="1" end="4" title="x"><p1>cut', 1, 9, "no_compartments")
+    assert err.truncated and "cut off" in err.message
+
+
+# --- step 7: discard-last ------------------------------------------------------------------
+
+
+def test_discard_last_with_weak_lookahead():
+    result = validate_historian_output(fixture("discard_last.xml"), 1, 20)
+    assert ranges(result) == [(1, 10)]
+    assert (result.discarded.start, result.discarded.end) == (11, 19)
+    assert result.unprocessed_from == 11 == result.next_start
+    assert not result.promote_unanchored
+    assert [e.fields["summary"] for e in result.events] == ["kept event"]
+    assert result.primer is None
+
+
+def test_discard_last_respects_the_slack():
+    assert HISTORIAN_BOUNDARY_HEALING_SLACK == 2
+    kept = validate_historian_output(fixture("discard_last.xml"), 1, 22)  # lookahead 3
+    assert kept.discarded is None and ranges(kept) == [(1, 10), (11, 19)]
+    dropped = validate_historian_output(fixture("discard_last.xml"), 1, 21)  # lookahead 2
+    assert dropped.discarded is not None
+
+
+def test_discard_last_never_splits_a_tool_arc():
+    result = validate_historian_output(fixture("discard_last.xml"), 1, 20, tool_arcs=[(10, 11)])
+    assert result.discarded is None
+    assert ranges(result) == [(1, 10), (11, 19)]
+
+
+def test_discard_last_disabled_in_emergency_and_for_a_single_compartment():
+    assert validate_historian_output(fixture("discard_last.xml"), 1, 20, emergency=True).discarded is None
+    single = validate_historian_output(output(comp(1, 20), unprocessed=21), 1, 20)
+    assert single.discarded is None and ranges(single) == [(1, 20)]
+
+
+# --- stored compartments -------------------------------------------------------------------
+
+
+def test_stored_compartments():
+    validate_stored_compartments([(1, 4), (5, 9), (10, 10)])
+    validate_stored_compartments([{"start_ordinal": 1, "end_ordinal": 3}, {"start_ordinal": 6, "end_ordinal": 8}],
+                                 tool_only={4, 5})
+    validate_stored_compartments([])
+    with pytest.raises(HistorianValidationError, match="gap"):
+        validate_stored_compartments([(1, 3), (6, 8)], tool_only={4})
+    with pytest.raises(HistorianValidationError, match="overlap"):
+        validate_stored_compartments([(1, 5), (4, 8)])
+    with pytest.raises(HistorianValidationError, match="gap"):
+        validate_stored_compartments([(2, 5)])
+    with pytest.raises(HistorianValidationError, match="invalid range"):
+        validate_stored_compartments([(1, 0)])
