@@ -18,6 +18,14 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [f"sqlite: {sqlite3.sqlite_version}", f"sessions: {SESSIONS}"]
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile the package once: subprocess tests then start from bytecode even with PYTHONDONTWRITEBYTECODE."""
+    import compileall
+
+    for package in ("magic_context", "commands", "wizard"):
+        compileall.compile_dir(str(REPO / package), quiet=1)
+
+
 @pytest.fixture(autouse=True)
 def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """Point MAGIC_CONTEXT_STORAGE_DIR / MAGIC_CONTEXT_CONFIG_DIR at a temp dir so no test touches real data."""

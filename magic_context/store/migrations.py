@@ -62,6 +62,7 @@ CREATE TABLE IF NOT EXISTS tags (
     byte_size INTEGER NOT NULL DEFAULT 0,
     reasoning_byte_size INTEGER NOT NULL DEFAULT 0,
     tokens INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
     tool_name TEXT,
     drop_mode TEXT,
     created_at INTEGER NOT NULL,

@@ -63,10 +63,33 @@ def _placeholder_block(block: m.Block, number: int) -> m.Block:
     return m.Block(m.TEXT, text=placeholder(number), key=f"{block.key}:dropped", synthetic=True)
 
 
+def removed_blocks(sites: list[Site]) -> set[int]:
+    """id() of every block the current drop decisions remove (tool arcs removed whole, extra results)."""
+    removed: set[int] = set()
+    for site in sites:
+        tag = site.tag
+        if not tag.dropped or tag.kind != KIND_TOOL:
+            continue
+        mode = tag.drop_mode or default_mode(site)
+        if mode in (MODE_SKELETON, MODE_EDIT_MARKER) and site.call is not None and site.results:
+            removed.update(id(b) for _, b in site.results[1:])
+        else:
+            removed.update(id(b) for _, b in site.results)
+            if site.call is not None:
+                removed.add(id(site.call[1]))
+    return removed
+
+
+def fully_dropped(message: m.Message, removed: set[int]) -> bool:
+    """True when a message carried content and the drops remove all of it (the whole turn goes)."""
+    content = [b for b in message.blocks if b.kind in CONTENT_KINDS]
+    return bool(content) and all(id(b) in removed for b in content)
+
+
 def apply(messages: list[m.Message], sites: list[Site], stripped_reasoning: set[str]) -> list[m.Message]:
     """Rewrite dropped parts in place; return the messages still worth sending."""
-    had_content = [any(b.kind in CONTENT_KINDS for b in msg.blocks) for msg in messages]
-    removed: set[int] = set()
+    removed = removed_blocks(sites)
+    gone = [fully_dropped(msg, removed) for msg in messages]
     for site in sites:
         tag = site.tag
         if not tag.dropped:
@@ -78,27 +101,20 @@ def apply(messages: list[m.Message], sites: list[Site], stripped_reasoning: set[
         elif tag.kind == KIND_MEDIA and site.block is not None:
             blocks = messages[site.message_index].blocks
             blocks[blocks.index(site.block)] = _placeholder_block(site.block, tag.number)
-        elif tag.kind == KIND_TOOL:
-            if mode in (MODE_SKELETON, MODE_EDIT_MARKER) and site.call is not None and site.results:
-                first = site.results[0][1]
-                first.text = placeholder(tag.number)
-                removed.update(id(b) for _, b in site.results[1:])
-                if mode == MODE_EDIT_MARKER:
-                    site.call[1].input = edit_marker_input(site.call[1].input, tag.number)
-            else:
-                removed.update(id(b) for _, b in site.results)
-                if site.call is not None:
-                    removed.add(id(site.call[1]))
+        elif tag.kind == KIND_TOOL and mode in (MODE_SKELETON, MODE_EDIT_MARKER) and site.call and site.results:
+            site.results[0][1].text = placeholder(tag.number)
+            if mode == MODE_EDIT_MARKER:
+                site.call[1].input = edit_marker_input(site.call[1].input, tag.number)
     kept: list[m.Message] = []
-    for msg, before in zip(messages, had_content, strict=True):
+    for msg, whole_turn in zip(messages, gone, strict=True):
+        if whole_turn:
+            continue  # everything it carried was dropped: the whole turn goes (reasoning with it)
         if removed:
             msg.blocks = [b for b in msg.blocks if id(b) not in removed]
         if msg.id in stripped_reasoning:
             msg.blocks = [b for b in msg.blocks if b.kind != m.REASONING]
-        if before and not any(b.kind in CONTENT_KINDS for b in msg.blocks):
-            continue  # everything it carried was dropped: the whole turn goes (reasoning with it)
         kept.append(msg)
     return kept
 
 
-__all__ = ["PREVIEW_CHARS", "apply", "default_mode", "edit_marker_input", "truncated"]
+__all__ = ["PREVIEW_CHARS", "apply", "default_mode", "edit_marker_input", "fully_dropped", "removed_blocks", "truncated"]

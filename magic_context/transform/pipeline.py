@@ -17,7 +17,18 @@ from magic_context.errors import ContextEmergency, StorageBusy
 from magic_context.history import render as history_render
 from magic_context.store import db as store_db
 from magic_context.store import raw as raw_store
-from magic_context.transform import drops, guidance, head, heuristics, nudges, reclaim, scheduler, tagger, temporal
+from magic_context.transform import (
+    accounting,
+    drops,
+    guidance,
+    head,
+    heuristics,
+    nudges,
+    reclaim,
+    scheduler,
+    tagger,
+    temporal,
+)
 from magic_context.transform import tags as tag_store
 from magic_context.transform.protocol import CODECS, PassInput, build_output, reduce_available
 from magic_context.transform.state import SessionState
@@ -184,11 +195,15 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
 
     head_tokens = int(state.get("m0_tokens", 0)) + int(state.get("m1_tokens", 0))
     raw_total = sum(msg_tokens)
+    anchors = list(state.get("nudges") or [])
+    nudge_tokens = sum(_estimate(a.get("text", "")) for a in anchors) if reduce_ok else 0
 
-    def served(site_list: list[tagger.Site]) -> int:
-        saved = sum(reclaim.saving(s, _estimate) for s in site_list if s.tag.dropped)
-        prefixes = TAG_PREFIX_TOKENS * sum(1 for s in site_list if not s.tag.dropped) if reduce_ok else 0
-        return max(0, raw_total - saved) + prefixes + head_tokens + system_tokens
+    def served(site_list: list[tagger.Site], kept_list: list[m.Message] | None = None,
+               stripped_ids: frozenset[str] | set[str] = frozenset(), reasoning: dict | None = None) -> int:
+        body = accounting.served_tokens(messages, msg_tokens, site_list, kept=kept_list, stripped=stripped_ids,
+                                        reasoning=reasoning)
+        prefixes = TAG_PREFIX_TOKENS * sum(1 for x in site_list if not x.tag.dropped) if reduce_ok else 0
+        return body + prefixes + head_tokens + system_tokens + nudge_tokens
 
     estimated = served(sites)
     reported = _provider_usage(inp, messages, msg_tokens)
@@ -205,6 +220,8 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
     if with_head:
         if cached_m0 is None or state.get("m1") is None:
             hard_reasons.append("first render")
+        elif sync.divergences:
+            hard_reasons.append("history rewritten by the harness (" + sync.divergences[0][0] + ")")
         elif m0_meta.get("model_key") != model_key:
             hard_reasons.append("model changed")
         elif m0_meta.get("system_hash") != system_hash:
@@ -233,16 +250,16 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
         stripped |= heuristics.old_reasoning(messages, sites, inp.harness, newest=newest,
                                              max_age=int(hot["clear_reasoning_age"]), protected_from=protected_from)
         projected = usage_tokens - (estimated - served(sites))
-        if projected >= threshold / 100 * limit.tokens or force:
+        if usage_tokens >= threshold / 100 * limit.tokens or force:
+            # Reclaim well below the threshold so the following passes defer (one bust, many cache hits).
             target = int(reclaim.TARGET_SHARE_OF_THRESHOLD * threshold / 100 * limit.tokens)
-            plan = reclaim.plan(sites, projected, target, protected_from, include_protected=decision.block_band,
-                                estimate=_estimate)
+            plan = reclaim.plan(sites, projected, target, protected_from, include_protected=decision.block_band)
             for drop in plan.drops:
                 drop.site.tag.status, drop.site.tag.drop_mode = tag_store.DROPPED, drop.mode
             new_drops += plan.drops
             projected -= plan.reclaimed_tokens
         if decision.block_band and limit.proven and reported is not None and primary and \
-                projected >= scheduler.BLOCK_PERCENT / 100 * limit.tokens and not new_drops:
+                projected >= scheduler.BLOCK_PERCENT / 100 * limit.tokens:
             raise ContextEmergency(
                 f"context at {decision.usage_percent:.0f}% of the {limit.tokens}-token window "
                 "and nothing could be folded",
@@ -252,12 +269,13 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
     # Markers depend on the original timestamps: compute before any message is removed.
     markers = temporal.markers(messages) if hot["temporal_awareness"] and compaction else {}
     pristine = {s.tag.number: s.text for s in sites if s.tag.new}
+    reasoning_cache = dict(state.get("reasoning_tokens") or {})
+    accounting.reasoning_tokens(messages, stripped, reasoning_cache, _estimate)
     kept = drops.apply(messages, sites, stripped if compaction else set())
     if reduce_ok:
         tagger.write_prefixes(sites)
     temporal.apply(kept, markers)
 
-    anchors = list(state.get("nudges") or [])
     nudge_state = dict(state.get("nudge_state") or {})
     if reduce_ok:
         nudges.replay(kept, anchors)
@@ -270,6 +288,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
 
     # m[0] / m[1]
     m0_text, m1_text = cached_m0, state.get("m1")
+    head_created = None
     if with_head:
         ctx = head.HeadContext(
             session_pk=pk, project_id=project_id, project_dir=inp.project_dir,
@@ -289,7 +308,10 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
             lead = 0
             while lead < len(kept) and kept[lead].role == m.SYSTEM:
                 lead += 1
-            created = next((msg.created_at for msg in kept if msg.created_at is not None), None)
+            created = state.get("head_created_at")
+            if created is None:
+                created = next((msg.created_at for msg in kept if msg.created_at is not None), None)
+            head_created = created
             kept[lead:lead] = head.messages(m0_text, m1_text, created)
 
     messages_out = codec.encode(kept)
@@ -314,7 +336,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
             system_out = anthropic.apply_system(inp.system, [guidance.join(texts[0] if texts else "", guide),
                                                              *texts[1:]])
 
-    tokens_after = served(sites)
+    tokens_after = served(sites, kept, stripped, reasoning_cache)
     if with_head and m0_text is not None:
         head_now = _estimate(m0_text) + _estimate(m1_text or "")
         tokens_after += head_now - head_tokens
@@ -338,7 +360,9 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
                  pristine=pristine, counter=counter, report=report,
                  m0_text=m0_text, m1_text=m1_text, m0_meta=m0_meta, head_now=head_now, with_head=with_head,
                  stripped=stripped, anchors=anchors, nudge_state=nudge_state, date=date,
-                 system_hash=system_hash, system_tokens=system_tokens, model_key=model_key, limit=limit.tokens)
+                 system_hash=system_hash, system_tokens=system_tokens, model_key=model_key, limit=limit.tokens,
+                 extra={"reasoning_tokens": {k: v for k, v in reasoning_cache.items() if k in stripped},
+                        **({"head_created_at": head_created} if head_created is not None else {})})
     return PassResult(build_output(inp, messages_out, system_out), report, warnings)
 
 
@@ -354,7 +378,7 @@ def _persist(conn: sqlite3.Connection, inp: PassInput, pk: int, state: SessionSt
              new_drops: list[heuristics.Drop], done_pending: list[int], pristine: dict[int, str], counter: int,
              report: dict[str, Any], m0_text: str | None, m1_text: str | None, m0_meta: dict, head_now: int,
              with_head: bool, stripped: set[str], anchors: list, nudge_state: dict, date: str, system_hash: str,
-             system_tokens: int, model_key: str | None, limit: int) -> None:
+             system_tokens: int, model_key: str | None, limit: int, extra: dict[str, Any]) -> None:
     now = inp.now_ms
     if new_tags:
         tag_store.insert_new(conn, pk, new_tags, now)
@@ -380,6 +404,8 @@ def _persist(conn: sqlite3.Connection, inp: PassInput, pk: int, state: SessionSt
     state.set("system_hash", system_hash)
     state.set("system_tokens", system_tokens)
     state.set("last_pass_at", now)
+    for key, value in extra.items():
+        state.set(key, value)
     state.save(conn, now)
     import json
 

@@ -8,7 +8,6 @@ boundary). The newest `protected_tags` are spared unless the pass is in the ≥9
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,17 +30,11 @@ class ReclaimPlan:
     target_tokens: int
 
 
-def saving(site: Site, estimate) -> int:
+def saving(site: Site) -> int:
     """Tokens a drop of this tag saves in the served request (an estimate)."""
     tag = site.tag
     if tag.kind == KIND_TOOL:
-        call_tokens = 0
-        if site.call is not None:
-            try:
-                call_tokens = estimate(json.dumps(site.call[1].input, ensure_ascii=False)) + 12
-            except (TypeError, ValueError):
-                call_tokens = 12
-        return tag.tokens + call_tokens
+        return tag.tokens + (tag.input_tokens if site.call is not None else 0)
     if tag.kind == KIND_TEXT and site.role == m.USER:
         return max(0, tag.tokens - PREVIEW_TOKENS)
     if tag.kind == KIND_MEDIA:
@@ -58,16 +51,21 @@ def _order(sites: list[Site]) -> list[Site]:
 
 
 def plan(sites: list[Site], usage_tokens: int, target_tokens: int, protected_from: int, *,
-         include_protected: bool, estimate, floor_saving: int = 0) -> ReclaimPlan:
-    """Choose drops, oldest first by lane, until the projected usage reaches the target."""
+         include_protected: bool, floor_saving: int = 0) -> ReclaimPlan:
+    """Choose drops, oldest first by lane, until the projected usage reaches the target.
+
+    The newest message (the live turn) is never reclaimed, even in the ≥95% band.
+    """
     drops: list[Drop] = []
     reclaimed = 0
+    live = max((s.message_index for s in sites), default=-1)
     for site in _order(sites):
         if usage_tokens - reclaimed <= target_tokens:
             break
-        if site.tag.dropped or (site.tag.number >= protected_from and not include_protected):
+        if site.tag.dropped or site.message_index == live or \
+                (site.tag.number >= protected_from and not include_protected):
             continue
-        gain = saving(site, estimate)
+        gain = saving(site)
         if gain <= floor_saving:
             continue
         drops.append(Drop(site, default_mode(site), "reclaim"))

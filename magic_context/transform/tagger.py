@@ -7,6 +7,7 @@ own text (including malformed forms such as `§12">§`) are stripped so they nev
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -71,6 +72,18 @@ def pair_tool_blocks(messages: list[m.Message]) -> tuple[dict[int, CallRef], dic
     return call_of, results_of
 
 
+TOOL_CALL_OVERHEAD: Final = 12
+
+
+def call_tokens(block: m.Block, estimate: Callable[[str], int]) -> int:
+    """Estimated prompt cost of a tool call: its arguments as JSON plus a fixed overhead."""
+    try:
+        args = json.dumps(block.input, ensure_ascii=False)
+    except (TypeError, ValueError):
+        args = str(block.input)
+    return estimate(args) + TOOL_CALL_OVERHEAD
+
+
 def _taggable(message: m.Message) -> bool:
     return message.role != m.SYSTEM and message.compaction is None and not message.synthetic
 
@@ -87,13 +100,15 @@ def assign(
     new_tags: list[Tag] = []
     seen_tool_keys: set[str] = set()
 
-    def get_tag(key: str, kind: str, message: m.Message, text: str, tool_name: str | None) -> Tag:
+    def get_tag(key: str, kind: str, message: m.Message, text: str, tool_name: str | None,
+                call: m.Block | None = None) -> Tag:
         nonlocal counter
         tag = existing.get(key)
         if tag is None:
             counter += 1
             tag = Tag(counter, key, kind, message.id, byte_size=len(text.encode("utf-8", "replace")),
-                      tokens=estimate(text) if text else 0, tool_name=tool_name, new=True)
+                      tokens=estimate(text) if text else 0, tool_name=tool_name, new=True,
+                      input_tokens=call_tokens(call, estimate) if call is not None else 0)
             existing[key] = tag
             new_tags.append(tag)
         tag.role = message.role
@@ -123,7 +138,7 @@ def assign(
                 results = results_of[id(call[1])] if call else [(mi, block)]
                 text = "\n".join(b.text for _, b in results)
                 name = block.tool_name or (call[1].tool_name if call else None)
-                tag = get_tag(key, KIND_TOOL, message, text, name)
+                tag = get_tag(key, KIND_TOOL, message, text, name, call[1] if call else None)
                 sites.append(Site(tag, mi, block, message.role, call=call, results=list(results)))
     return sites, new_tags, counter
 

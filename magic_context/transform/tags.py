@@ -42,6 +42,7 @@ class Tag:
     byte_size: int = 0
     tokens: int = 0
     tool_name: str | None = None
+    input_tokens: int = 0  # tool tags: the call's arguments (what removing the call saves besides the output)
     new: bool = False
     role: str = field(default="", compare=False)
 
@@ -53,19 +54,19 @@ class Tag:
 def load(conn: sqlite3.Connection, session_pk: int) -> dict[str, Tag]:
     """All tags of a session keyed by part key."""
     rows = conn.execute(
-        "SELECT tag_number, part_key, kind, message_id, status, drop_mode, byte_size, tokens, tool_name "
+        "SELECT tag_number, part_key, kind, message_id, status, drop_mode, byte_size, tokens, tool_name, input_tokens "
         "FROM tags WHERE session_pk = ?",
         (session_pk,),
     ).fetchall()
-    return {r[1]: Tag(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]) for r in rows}
+    return {r[1]: Tag(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]) for r in rows}
 
 
 def insert_new(conn: sqlite3.Connection, session_pk: int, tags: list[Tag], now_ms: int) -> None:
     conn.executemany(
         "INSERT OR IGNORE INTO tags (session_pk, tag_number, part_key, kind, message_id, status, drop_mode, "
-        "byte_size, tokens, tool_name, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        "byte_size, tokens, input_tokens, tool_name, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
         [(session_pk, t.number, t.part_key, t.kind, t.message_id, t.status, t.drop_mode, t.byte_size, t.tokens,
-          t.tool_name, now_ms) for t in tags],
+          t.input_tokens, t.tool_name, now_ms) for t in tags],
     )
 
 

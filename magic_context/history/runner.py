@@ -1,0 +1,398 @@
+"""One historian run for one session: lease → chunk → providers → validate → publish (DESIGN §5).
+
+`run_once` takes the session's lease (`leases` row `historian:<session_pk>`, reclaimed once it is past
+`historian.timeout_ms`), reads the unsummarized raw tail, picks the eligible head (`boundary`: token
+mode for trigger runs, keep mode for `mc wrapup`), renders the chunk, asks the provider chain
+(configured providers, then `extractive`, always last), validates strictly (one repair per provider),
+and publishes. It records `session_state.historian` ({"state": "running"|"idle", …}, for `mc status`)
+and `historian_failure` ({class, provider, at, message}) when a provider failed — cleared once a run
+succeeds with no failed attempt.
+
+For the transform pass: `is_running` is the veto check (one indexed read), `inline_mode()` says whether
+`MAGIC_CONTEXT_HISTORIAN=inline` asks for `run_once` inside the pass, and `launch_background` starts
+`mc wrapup --background` detached and returns at once, handing the child the lease it wrote (env
+`MAGIC_CONTEXT_HISTORIAN_LEASE`). Module-level imports are stdlib + sqlite3 + magic_context only; the
+config (pydantic) is loaded inside `run_once` when the caller passes none.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from magic_context.history import boundary, chunk, extractive, prompt, publish, trigger
+from magic_context.history.validate import validate_historian_output
+from magic_context.llm.chain import Attempt, ChainExhausted, build_chain, complete_with_chain
+from magic_context.store import raw as raw_store
+
+HISTORIAN_ENV = "MAGIC_CONTEXT_HISTORIAN"
+LEASE_ENV = "MAGIC_CONTEXT_HISTORIAN_LEASE"
+STATE_KEY = "historian"
+FAILURE_KEY = "historian_failure"
+DEFAULT_TIMEOUT_MS = 300_000
+DEFAULT_CONTEXT_LIMIT = 200_000
+DEFAULT_THRESHOLD = 65.0
+
+PUBLISHED, NOTHING, BUSY, FAILED, STALE = "published", "nothing", "busy", "failed", "stale"
+
+
+@dataclass
+class RunResult:
+    """What one run did. `status`: published, nothing (no eligible history), busy (lease held elsewhere),
+    failed (every provider failed; see `failure`), stale (another run published first)."""
+
+    status: str
+    reason: str = ""
+    start: int | None = None
+    end: int | None = None
+    eligible_start: int | None = None
+    eligible_end: int | None = None
+    next_start: int | None = None
+    compartments: int = 0
+    facts: int = 0
+    provider: str | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+    failure: dict[str, Any] | None = None
+
+    @property
+    def has_more(self) -> bool:
+        """Eligible history remains after this run (a wrapup loop continues)."""
+        return self.next_start is not None and self.eligible_end is not None and self.next_start <= self.eligible_end
+
+
+def lease_name(session_pk: int) -> str:
+    return f"historian:{session_pk}"
+
+
+def inline_mode() -> bool:
+    """`MAGIC_CONTEXT_HISTORIAN=inline`: the transform runs the historian inside the pass (replays, tests)."""
+    return os.environ.get(HISTORIAN_ENV, "").strip().lower() == "inline"
+
+
+def is_running(conn: sqlite3.Connection, session_pk: int, now_ms: int) -> bool:
+    """Whether a live lease covers the session (a run is in progress, or was launched and not yet reaped)."""
+    row = conn.execute("SELECT expires_at FROM leases WHERE name = ?", (lease_name(session_pk),)).fetchone()
+    return row is not None and int(row[0]) > now_ms
+
+
+def acquire_lease(conn: sqlite3.Connection, session_pk: int, holder: str, now_ms: int, ttl_ms: int) -> bool:
+    """Take (or renew) the session's lease for `holder`; False while another holder's lease is live."""
+    with publish.transaction(conn):
+        row = conn.execute("SELECT holder, expires_at FROM leases WHERE name = ?", (lease_name(session_pk),)).fetchone()
+        if row is not None and row[0] != holder and int(row[1]) > now_ms:
+            return False
+        conn.execute("INSERT INTO leases (name, holder, acquired_at, expires_at) VALUES (?, ?, ?, ?) "
+                     "ON CONFLICT(name) DO UPDATE SET holder = excluded.holder, acquired_at = excluded.acquired_at, "
+                     "expires_at = excluded.expires_at", (lease_name(session_pk), holder, now_ms, now_ms + ttl_ms))
+    return True
+
+
+def release_lease(conn: sqlite3.Connection, session_pk: int, holder: str) -> None:
+    with publish.transaction(conn):
+        conn.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (lease_name(session_pk), holder))
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+def _state(conn: sqlite3.Connection, session_pk: int, key: str, value: object, now_ms: int) -> None:
+    with publish.transaction(conn):
+        publish.set_state(conn, session_pk, key, value, now_ms)
+
+
+def background_argv(session_id: str, harness: str) -> list[str]:
+    """The detached child's command line."""
+    return [sys.executable, "-m", "magic_context", "wrapup", "--background", "--session", session_id,
+            "--harness", harness]
+
+
+def launch_background(conn: sqlite3.Connection, session_pk: int, *, session_id: str, harness: str, now_ms: int,
+                      timeout_ms: int = DEFAULT_TIMEOUT_MS, argv: Sequence[str] | None = None) -> bool:
+    """Write the lease, start `mc wrapup --background` detached (own session, null stdio), return at once.
+
+    False when a live lease exists or the process could not start (that failure is recorded). Works
+    inside the pass's open transaction (savepoints); the child waits for the pass to commit, then adopts
+    the lease through `MAGIC_CONTEXT_HISTORIAN_LEASE`.
+    """
+    token = f"bg:{uuid.uuid4().hex[:12]}"
+    if not acquire_lease(conn, session_pk, token, now_ms, timeout_ms):
+        return False
+    env = dict(os.environ)
+    env[LEASE_ENV] = token
+    env.pop(HISTORIAN_ENV, None)
+    try:
+        subprocess.Popen(list(argv or background_argv(session_id, harness)), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, close_fds=True,
+                         start_new_session=os.name == "posix")
+    except OSError as exc:
+        release_lease(conn, session_pk, token)
+        _state(conn, session_pk, FAILURE_KEY, {"class": "launch", "provider": None, "at": now_ms,
+                                                "message": f"cannot start the background historian: {exc}"}, now_ms)
+        return False
+    _state(conn, session_pk, STATE_KEY, {"state": "running", "since": now_ms, "mode": "background"}, now_ms)
+    return True
+
+
+@dataclass
+class _Session:
+    harness: str
+    session_id: str
+    project_id: str | None
+    project_dir: str | None
+    model_key: str | None
+    context_limit: int | None
+
+
+def _session(conn: sqlite3.Connection, session_pk: int) -> _Session:
+    from magic_context.errors import NotFound
+
+    row = conn.execute("SELECT harness, session_id, project_id, project_dir, model_key, context_limit FROM sessions "
+                       "WHERE id = ?", (session_pk,)).fetchone()
+    if row is None:
+        raise NotFound(f"session #{session_pk} not found")
+    return _Session(*tuple(row))
+
+
+def _decode(harness: str, stored: list[raw_store.StoredMessage]) -> list[Any]:
+    from magic_context.transform.protocol import CODECS
+
+    codec = CODECS[harness]
+    messages = codec.decode([s.raw for s in stored])
+    if len(messages) != len(stored):  # a codec that splits or merges items: decode one by one
+        messages = [codec.decode([s.raw])[0] for s in stored]
+    for msg, s in zip(messages, stored, strict=True):
+        msg.ordinal, msg.id = s.ordinal, s.message_id
+        if msg.created_at is None:
+            msg.created_at = s.created_at
+    return messages
+
+
+def _threshold(config: Any, model_key: str | None) -> float:
+    value = config.execute_threshold_percentage
+    if isinstance(value, dict):
+        value = value.get(model_key or "", value.get("default", DEFAULT_THRESHOLD))
+    return float(value)
+
+
+def _usage_percent(conn: sqlite3.Connection, session_pk: int, limit: int) -> float:
+    row = conn.execute("SELECT report_json FROM pass_reports WHERE session_pk = ? ORDER BY id DESC LIMIT 1",
+                       (session_pk,)).fetchone()
+    if row is None or not limit:
+        return 0.0
+    import json
+
+    report = json.loads(row[0])
+    return 100 * float(report.get("usage_tokens") or report.get("tokens_after") or 0) / limit
+
+
+@dataclass
+class _Plan:
+    bound: boundary.Boundary
+    chunk: chunk.Chunk | None
+    spans: list[boundary.Span]
+
+
+def plan(conn: sqlite3.Connection, session_pk: int, *, keep: int | None, emergency: bool, protect_tokens: int,
+         budget: int, harness: str, project_dir: str | None) -> _Plan:
+    """Read the unsummarized tail, place the boundary, and build the chunk (None when nothing is eligible)."""
+    last = publish.last_compartment_end(conn, session_pk)
+    first = raw_store.first_ordinal(conn, session_pk)
+    start = last + 1 if last is not None else (first if first is not None else 0)
+    live = [row for row in raw_store.live_index(conn, session_pk) if row[0] >= start]
+    if not live:
+        return _Plan(boundary.Boundary(start, start - 1, None, 0, 0, 0, "no unsummarized history"), None, [])
+    stored = raw_store.read_range(conn, session_pk, start, live[-1][0])
+    messages = _decode(harness, stored)
+    known = {row[0]: row[3] for row in live}
+    sizes = [known.get(msg.ordinal) or raw_store.message_tokens(msg, _estimate) for msg in messages]
+    digests, spans = chunk.digest_messages(messages, sizes, root=project_dir)
+    items = [boundary.TailItem(d.ordinal, d.tokens, d.prompt) for d in digests]
+    if keep is not None:
+        bound = boundary.keep_boundary(items, spans, start=start, keep=keep)
+    else:
+        bound = boundary.protected_tail_boundary(items, spans, start=start, protect_tokens=protect_tokens,
+                                                 live_prompt_floor=not emergency)
+    if bound.empty:
+        return _Plan(bound, None, spans)
+    return _Plan(bound, chunk.build_chunk(digests, spans, start=start, end=bound.end, budget=budget), spans)
+
+
+def _estimate(text: str) -> int:
+    from magic_context import tokens
+
+    return tokens.estimate(text) if text else 0
+
+
+def make_chain(config: Any, provider: Any, the_chunk: chunk.Chunk) -> list[Any]:
+    """The provider chain for this run: `provider` (a name or a Provider) else the configured chain; the
+    extractive historian for this chunk is always the last entry."""
+    def factory() -> extractive.ExtractiveProvider:
+        return extractive.ExtractiveProvider(the_chunk)
+
+    if provider is not None and not isinstance(provider, str):
+        return [provider, factory()]
+    historian = config.historian
+    if provider == extractive.NAME:
+        return [factory()]
+    if provider is not None:
+        historian = historian.model_copy(update={"provider": provider})
+    chain = build_chain(historian, extractive=factory)
+    if not chain or chain[-1].name != extractive.NAME:
+        chain = [p for p in chain if p.name != extractive.NAME] + [factory()]
+    return chain
+
+
+def _failure(attempts: list[Attempt], now_ms: int, recovered_by: str | None) -> dict[str, Any] | None:
+    """The first failure of a provider that did not answer in the end (a repaired answer is no failure)."""
+    failed = [a for a in attempts if not a.ok and a.provider != recovered_by]
+    if not failed:
+        return None
+    first = failed[0]
+    record = {"class": first.kind, "provider": first.provider, "model": first.model, "at": now_ms,
+              "message": first.error, "attempts": len(attempts)}
+    if recovered_by:
+        record["recovered_by"] = recovered_by
+    return record
+
+
+def run_once(conn: sqlite3.Connection | None = None, session_pk: int | None = None, *, provider: Any = None,
+             keep: int | None = None, emergency: bool = False, now_ms: int | None = None, config: Any = None,
+             lease_holder: str | None = None, mode: str = "inline") -> RunResult:
+    """One historian run for `session_pk` (see the module docstring). Never raises for provider trouble;
+    storage errors propagate. `keep` selects keep mode (wrapup); `lease_holder` adopts a lease written by
+    `launch_background` or held by a wrapup loop (then it is left for that owner to release)."""
+    if session_pk is None:
+        raise ValueError("run_once needs a session_pk")
+    own = conn is None
+    if conn is None:
+        from magic_context.store.db import open_db
+
+        conn = open_db()
+    try:
+        return _run(conn, session_pk, provider=provider, keep=keep, emergency=emergency, now_ms=now_ms,
+                    config=config, lease_holder=lease_holder, mode=mode)
+    finally:
+        if own:
+            conn.close()
+
+
+def _run(conn: sqlite3.Connection, session_pk: int, *, provider: Any, keep: int | None, emergency: bool,
+         now_ms: int | None, config: Any, lease_holder: str | None, mode: str) -> RunResult:
+    now = now_ms if now_ms is not None else _now()
+    session = _session(conn, session_pk)
+    if config is None:
+        from magic_context.config.load import load_config
+
+        config = load_config(Path(session.project_dir) if session.project_dir else None).config
+    ttl = config.historian.timeout_ms
+    holder = lease_holder or f"run:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    adopted = lease_holder is not None and lease_holder.startswith("bg:")
+    if not acquire_lease(conn, session_pk, holder, now, ttl):
+        return RunResult(BUSY, "another historian run holds the lease")
+    try:
+        _state(conn, session_pk, STATE_KEY, {"state": "running", "since": now, "pid": os.getpid(), "mode": mode}, now)
+        result = _produce(conn, session_pk, session, config, provider=provider, keep=keep, emergency=emergency,
+                          now=now, holder=holder)
+        idle = {"state": "idle", "last_run_at": now, "last_status": result.status, "last_provider": result.provider}
+        _state(conn, session_pk, STATE_KEY, idle, now)
+        return result
+    except BaseException:
+        _state(conn, session_pk, STATE_KEY, {"state": "idle", "last_run_at": now, "last_status": "error"}, now)
+        raise
+    finally:
+        if lease_holder is None or adopted:
+            release_lease(conn, session_pk, holder)
+
+
+def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, config: Any, *, provider: Any,
+             keep: int | None, emergency: bool, now: int, holder: str) -> RunResult:
+    limit = session.context_limit or DEFAULT_CONTEXT_LIMIT
+    threshold = _threshold(config, session.model_key)
+    if keep is None and not emergency:
+        emergency = _usage_percent(conn, session_pk, limit) >= trigger.emergency_percent(threshold)
+    p = plan(conn, session_pk, keep=keep, emergency=emergency,
+             protect_tokens=boundary.protected_tail_tokens(limit, threshold), budget=chunk.chunk_budget(),
+             harness=session.harness, project_dir=session.project_dir)
+    bound = p.bound
+    if p.chunk is None or p.chunk.empty:
+        return RunResult(NOTHING, bound.reason, eligible_start=bound.start, eligible_end=bound.end)
+    the_chunk = p.chunk
+    final = not the_chunk.has_more
+    references = conn.execute("SELECT start_ordinal, end_ordinal, title, p2, p3, content FROM compartments "
+                              "WHERE session_pk = ? ORDER BY sequence DESC LIMIT ?",
+                              (session_pk, prompt.MAX_REFERENCES)).fetchall()[::-1]
+    memories = conn.execute("SELECT category, content FROM memories WHERE project_id = ? AND status IN "
+                            "('active', 'permanent') ORDER BY importance DESC, id LIMIT ?",
+                            (session.project_id, prompt.MAX_MEMORIES)).fetchall() if session.project_id else []
+    text = prompt.build_prompt(the_chunk, references, memories)
+    no_discard = emergency or (keep is not None and final)
+
+    def validate(answer: str) -> Any:
+        return validate_historian_output(answer, the_chunk.start, the_chunk.end, tool_only=the_chunk.tool_only,
+                                         tool_arcs=the_chunk.arcs, emergency=no_discard, accept_truncated=True)
+
+    result = RunResult(FAILED, start=the_chunk.start, end=the_chunk.end, eligible_start=bound.start,
+                       eligible_end=bound.end)
+    try:
+        chain = make_chain(config, provider, the_chunk)
+        validated, attempts = complete_with_chain(chain, prompt.SYSTEM_PROMPT, text, validate, prompt.repair_prompt)
+    except ChainExhausted as exc:
+        result.attempts = exc.attempts
+        result.failure = _failure(exc.attempts, now, None) or {"class": exc.kind, "provider": None, "at": now,
+                                                               "message": exc.one_line()}
+        result.reason = exc.one_line()
+        _state(conn, session_pk, FAILURE_KEY, result.failure, now)
+        return result
+    except Exception as exc:  # a config problem building the chain (e.g. an unknown provider name)
+        result.failure = {"class": "config", "provider": str(provider), "at": now, "message": str(exc)}
+        result.reason = str(exc)
+        _state(conn, session_pk, FAILURE_KEY, result.failure, now)
+        return result
+    winner = next(a for a in reversed(attempts) if a.ok)
+    result.attempts, result.provider = attempts, winner.provider
+    if not acquire_lease(conn, session_pk, holder, now, config.historian.timeout_ms):  # still ours?
+        result.status, result.reason = STALE, "lost the lease before publishing"
+        return result
+    try:
+        published = publish.publish(conn, session_pk, validated, the_chunk, provider=winner.provider,
+                                    model=winner.model, now_ms=now, project_id=session.project_id,
+                                    session_id=session.session_id,
+                                    promote_facts=config.memory.enabled and config.memory.auto_promote)
+    except publish.StalePublish as exc:
+        result.status, result.reason = STALE, exc.one_line()
+        return result
+    failure = _failure(attempts, now, winner.provider)
+    _state(conn, session_pk, FAILURE_KEY, failure, now)
+    result.status, result.failure = PUBLISHED, failure
+    result.compartments, result.facts = published.compartments, published.facts_new
+    result.next_start = validated.next_start
+    result.reason = f"published {published.compartments} compartments for {published.start}-{published.end}"
+    return result
+
+
+__all__ = [
+    "FAILURE_KEY",
+    "HISTORIAN_ENV",
+    "LEASE_ENV",
+    "STATE_KEY",
+    "RunResult",
+    "acquire_lease",
+    "background_argv",
+    "inline_mode",
+    "is_running",
+    "launch_background",
+    "lease_name",
+    "make_chain",
+    "plan",
+    "release_lease",
+    "run_once",
+]

@@ -1,0 +1,138 @@
+"""Anchor retention: do the facts of history mc folded or dropped stay visible in what it serves?
+
+Anchors are taken from the history blocks mc no longer serves verbatim (a block counts as served
+verbatim when the same text, `§N§` tags aside, is in the final request):
+* file paths (with a directory part and an extension) named in user or assistant text and in tool
+  call arguments (tool outputs such as `ls` or `grep` listings are left out: they name files nobody
+  acted on), keyed by their last two components so `/repo/a/b.py` and `a/b.py` are one anchor;
+* commit hashes from git output anywhere (`commit <sha>`, `[branch <sha>]`, `git log --oneline` lines);
+* user instructions: user-typed text of 20 characters or more, keyed by its first 80 characters
+  (case and whitespace folded).
+An anchor is retained when its key is visible anywhere in the final request, head summaries included.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Final
+
+from magic_context.wire import model as m
+
+_TAG = re.compile(r"§\d+§ ?")
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+_PATH = re.compile(r"(?<![\w.-])(?:[\w.-]+/)+[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7}(?![\w/])")
+_COMMITS = (
+    re.compile(r"\bcommit\s+([0-9a-f]{7,40})\b"),
+    re.compile(r"\[[\w./-]+(?: \([^)\]]*\))? ([0-9a-f]{7,40})\]"),
+    re.compile(r"^([0-9a-f]{7,12}) \S", re.MULTILINE),
+)
+_SPACE = re.compile(r"\s+")
+MIN_INSTRUCTION: Final = 20
+INSTRUCTION_KEY: Final = 80
+KINDS: Final = ("paths", "commits", "instructions")
+
+
+@dataclass
+class AnchorReport:
+    """Retention per kind as (anchors, retained), and a few missing ones for the reader."""
+
+    counts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(c[0] for c in self.counts.values())
+
+    @property
+    def retained(self) -> int:
+        return sum(c[1] for c in self.counts.values())
+
+    @property
+    def share(self) -> float | None:
+        return self.retained / self.total if self.total else None
+
+
+def _untag(text: str) -> str:
+    return _TAG.sub("", text) if "§" in text else text
+
+
+def _fold(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().lower()
+
+
+def _block_key(block: m.Block) -> str:
+    if block.kind == m.TOOL_CALL:
+        return "call\x1f" + json.dumps(block.input, sort_keys=True, ensure_ascii=False, default=str)
+    return block.kind + "\x1f" + _untag(block.text)
+
+
+def _paths(text: str) -> set[str]:
+    text = _URL.sub(" ", text)
+    keys = set()
+    for match in _PATH.finditer(text):
+        parts = [p for p in match.group(0).split("/") if p and p not in (".", "..")]
+        if len(parts) >= 2:
+            keys.add("/".join(parts[-2:]))
+    return keys
+
+
+def _commits(text: str) -> set[str]:
+    found = set()
+    for pattern in _COMMITS:
+        for match in pattern.finditer(text):
+            sha = match.group(1)
+            if any(c.isdigit() for c in sha) and any(c.isalpha() for c in sha):
+                found.add(sha[:7])
+    return found
+
+
+def served_text(messages: list[m.Message], system: list[str] | None = None) -> str:
+    """Everything the model sees in a request, tags removed (for visibility checks)."""
+    parts = list(system or [])
+    for msg in messages:
+        for block in msg.blocks:
+            if block.kind == m.TOOL_CALL:
+                parts.append(json.dumps(block.input, ensure_ascii=False, default=str))
+            elif block.text:
+                parts.append(_untag(block.text))
+    return "\n".join(parts)
+
+
+def retention(history: list[m.Message], served: list[m.Message], system: list[str] | None = None) -> AnchorReport:
+    """Anchors of the history blocks not served verbatim, and how many stay visible in `served`."""
+    verbatim = {_block_key(b) for msg in served for b in msg.blocks}
+    anchors: dict[str, set[str]] = {kind: set() for kind in KINDS}
+    for msg in history:
+        for block in msg.blocks:
+            if block.kind in (m.MEDIA, m.OPAQUE) or _block_key(block) in verbatim:
+                continue
+            if block.kind == m.TOOL_CALL:
+                anchors["paths"] |= _paths(json.dumps(block.input, ensure_ascii=False, default=str))
+                continue
+            text = block.text
+            anchors["commits"] |= _commits(text)
+            if block.kind == m.TEXT and msg.role in (m.USER, m.ASSISTANT):
+                anchors["paths"] |= _paths(text)
+            user_typed = msg.role == m.USER and block.kind == m.TEXT and not (
+                msg.synthetic or block.synthetic or (block.meta or {}).get("command"))
+            folded = _fold(text)
+            if user_typed and len(folded) >= MIN_INSTRUCTION:
+                anchors["instructions"].add(folded[:INSTRUCTION_KEY])
+    visible = served_text(served, system)
+    visible_folded = _fold(visible)
+    report = AnchorReport()
+    for kind in KINDS:
+        haystack = visible_folded if kind == "instructions" else visible
+        kept = 0
+        for key in sorted(anchors[kind]):
+            if key in haystack:
+                kept += 1
+            elif len(report.missing) < 12:
+                report.missing.append(f"{kind[:-1]}: {key[:60]}")
+        report.counts[kind] = (len(anchors[kind]), kept)
+    return report
+
+
+__all__ = ["KINDS", "AnchorReport", "retention", "served_text"]

@@ -1,0 +1,156 @@
+"""Prompt-cache cost model: pricing tables and a ledger that prices a stream of requests.
+
+Per request i with units U_i (see `units`), T_i = its tokens, t_i its time:
+* warm_i: a previous request exists and t_i − t_{i−1} ≤ TTL (a missing time counts as warm);
+* P_i: the longest common prefix of U_i and U_{i−1} in tokens (whole units), 0 when cold;
+* read_i = P_i when P_i ≥ the minimum cacheable length, else 0; OpenAI counts hits in 128-token steps;
+* Anthropic: write_i = T_i − read_i at the write multiplier (1.25× for a 5-minute TTL, 2× for 1 h),
+  uncached_i = 0 (a request under the minimum cacheable length is all uncached at 1×);
+  OpenAI: no write premium, uncached_i = T_i − read_i at 1×;
+* cost_i = base × (uncached_i + w·write_i + r·read_i) / 1e6 + output_price × out_i / 1e6, where out_i is
+  only charged for a strategy's own extra calls (the recorded responses are the same for all strategies);
+* bust_i: warm_i and P_i < T_{i−1} (the request did not extend the cached prefix).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from magic_context.errors import BadInput
+from magic_context.replay.units import Unit
+
+FIVE_MINUTES_MS: Final = 5 * 60 * 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Pricing:
+    """One provider's prices: base input and output in $ per million tokens, cache multipliers of the base."""
+
+    name: str
+    label: str
+    input_per_mtok: float
+    output_per_mtok: float
+    read_multiplier: float
+    write_multiplier_5m: float
+    write_multiplier_1h: float
+    min_cacheable: int
+    step: int = 1  # cache hits are counted in multiples of this many tokens
+
+    def write_multiplier(self, ttl_ms: int) -> float:
+        """Anthropic prices a write by the TTL it buys: 5 minutes or one hour."""
+        return self.write_multiplier_5m if ttl_ms <= FIVE_MINUTES_MS else self.write_multiplier_1h
+
+    @property
+    def write_premium(self) -> bool:
+        return self.write_multiplier_5m != 1.0 or self.write_multiplier_1h != 1.0
+
+
+PRICING: Final = {
+    "anthropic-sonnet": Pricing("anthropic-sonnet", "Claude Sonnet 4.5", 3.0, 15.0, 0.1, 1.25, 2.0, 1024),
+    "anthropic-opus": Pricing("anthropic-opus", "Claude Opus 4.5", 5.0, 25.0, 0.1, 1.25, 2.0, 4096),
+    "openai": Pricing("openai", "GPT-5 (cached input 90% off, free writes)", 1.25, 10.0, 0.1, 1.0, 1.0, 1024, 128),
+}
+
+
+def pricing(name: str) -> Pricing:
+    try:
+        return PRICING[name]
+    except KeyError:
+        raise BadInput(f"unknown pricing {name!r}", fix=f"use one of {', '.join(PRICING)}") from None
+
+
+def parse_ttl(text: str) -> int:
+    """'5m', '1h', '300s', '90' (seconds) → milliseconds."""
+    value = text.strip().lower()
+    scale = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+    for suffix in ("ms", "s", "m", "h"):
+        if value.endswith(suffix) and value[: -len(suffix)].replace(".", "", 1).isdigit():
+            return int(float(value[: -len(suffix)]) * scale[suffix])
+    if value.replace(".", "", 1).isdigit():
+        return int(float(value) * 1000)
+    raise BadInput(f"cannot read the TTL {text!r}", fix="use a duration such as 5m, 1h or 300s")
+
+
+def common_prefix(a: Sequence[Unit], b: Sequence[Unit]) -> int:
+    """Tokens of the longest run of equal leading units."""
+    total = 0
+    for x, y in zip(a, b, strict=False):
+        if x[0] != y[0]:
+            break
+        total += x[1]
+    return total
+
+
+@dataclass(slots=True)
+class Charge:
+    """What one request cost."""
+
+    tokens: int
+    prefix: int
+    read: int
+    write: int
+    uncached: int
+    output: int
+    warm: bool
+    bust: bool
+    usd: float
+
+
+class Ledger:
+    """Prices requests in order; keeps the totals one strategy needs."""
+
+    def __init__(self, price: Pricing, ttl_ms: int) -> None:
+        self.price = price
+        self.ttl_ms = ttl_ms
+        self._write = price.write_multiplier(ttl_ms)
+        self._prev: Sequence[Unit] | None = None
+        self._prev_tokens = 0
+        self._prev_at: int | None = None
+        self.requests = self.passes = self.extra_calls = 0
+        self.input_tokens = self.read_tokens = self.write_tokens = self.uncached_tokens = self.output_tokens = 0
+        self.busts = self.cold = 0
+        self.usd = 0.0
+
+    def add(self, units: Sequence[Unit], at_ms: int | None, *, output_tokens: int = 0, extra: bool = False) -> Charge:
+        """Price one request; `extra` marks a strategy's own call (e.g. a summary) rather than a served pass."""
+        price = self.price
+        tokens = sum(u[1] for u in units)
+        warm = self._prev is not None and (at_ms is None or self._prev_at is None
+                                           or at_ms - self._prev_at <= self.ttl_ms)
+        prefix = common_prefix(units, self._prev) if warm and self._prev is not None else 0
+        read = prefix if prefix >= price.min_cacheable else 0
+        if price.step > 1:
+            read -= read % price.step
+        if price.write_premium:
+            write, uncached = (tokens - read, 0) if tokens >= price.min_cacheable else (0, tokens)
+        else:
+            write, uncached = 0, tokens - read
+        bust = warm and not extra and prefix < self._prev_tokens
+        usd = (price.input_per_mtok * (uncached + self._write * write + price.read_multiplier * read)
+               + price.output_per_mtok * output_tokens) / 1e6
+        self.requests += 1
+        if extra:
+            self.extra_calls += 1
+        else:
+            self.passes += 1
+            self.cold += 0 if warm or self._prev is None else 1
+        self.busts += bust
+        self.input_tokens += tokens
+        self.read_tokens += read
+        self.write_tokens += write
+        self.uncached_tokens += uncached
+        self.output_tokens += output_tokens
+        self.usd += usd
+        if at_ms is not None:
+            self._prev_at = at_ms
+        self._prev, self._prev_tokens = units, tokens
+        return Charge(tokens, prefix, read, write, uncached, output_tokens, warm, bust, usd)
+
+    @property
+    def read_share(self) -> float:
+        return self.read_tokens / self.input_tokens if self.input_tokens else 0.0
+
+
+__all__ = ["FIVE_MINUTES_MS", "PRICING", "Charge", "Ledger", "Pricing", "common_prefix", "parse_ttl", "pricing"]

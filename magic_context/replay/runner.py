@@ -1,0 +1,226 @@
+"""Replay a recorded session through mc and the baselines on the same passes; collect the figures.
+
+`replay(path, ...)` loads the recording, rebuilds the uncompacted history (`passes.prepare`), then
+serves every pass through each strategy in turn and prices the requests with one `cost.Ledger`
+per strategy. It never prints: progress goes to the `progress(strategy, done, total)` callback.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from magic_context.errors import BadInput
+from magic_context.replay import anchors as anchor_mod
+from magic_context.replay import baselines, cost
+from magic_context.replay.engine import McRunner
+from magic_context.replay.passes import Replayable, prepare
+from magic_context.replay.units import TokenCounter
+from magic_context.transform import scheduler
+from magic_context.wire import model as m
+from magic_context.wire.importers import load_session
+
+STRATEGIES: Final = ("mc", *baselines.BASELINES)
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class StrategyRun:
+    """One strategy's passes: per-pass served tokens and cumulative cost, plus its ledger."""
+
+    name: str
+    ledger: cost.Ledger
+    tokens: list[int] = field(default_factory=list)
+    charges: list[cost.Charge] = field(default_factory=list)
+    cumulative_usd: list[float] = field(default_factory=list)
+    over_window: int = 0
+    compactions: int = 0
+    edited_passes: int = 0
+    latency_ms: list[float] = field(default_factory=list)
+    floor_ms: list[float] = field(default_factory=list)
+    pass_kinds: Counter[str] = field(default_factory=Counter)
+    historian: Counter[str] = field(default_factory=Counter)
+    emergencies: int = 0
+    degraded: int = 0
+    anchors: anchor_mod.AnchorReport | None = None
+
+    def figures(self, window: int, native_usd: float | None) -> dict[str, Any]:
+        led = self.ledger
+        peak = max(self.tokens, default=0)
+        out: dict[str, Any] = {
+            "name": self.name, "passes": led.passes, "peak_tokens": peak,
+            "peak_share": round(peak / window, 4) if window else None, "over_window": self.over_window,
+            "cache_read_share": round(led.read_share, 4), "busts": led.busts, "cold_passes": led.cold,
+            "input_tokens": led.input_tokens, "cache_read_tokens": led.read_tokens,
+            "cache_write_tokens": led.write_tokens, "uncached_tokens": led.uncached_tokens,
+            "extra_calls": led.extra_calls, "extra_output_tokens": led.output_tokens,
+            "cost_usd": round(led.usd, 6),
+            "cost_vs_native": round(led.usd / native_usd, 4) if native_usd else None,
+        }
+        if self.name in ("native", "masking", "clear-tool-uses"):
+            out["compactions"] = self.compactions
+        if self.name == "clear-tool-uses":
+            out["edited_passes"] = self.edited_passes
+        if self.name == "mc":
+            p50, p95 = percentile(self.latency_ms, 50), percentile(self.latency_ms, 95)
+            f50, f95 = percentile(self.floor_ms, 50), percentile(self.floor_ms, 95)
+            report = self.anchors
+            out.update({
+                "latency_ms_p50": _r(p50), "latency_ms_p95": _r(p95), "floor_ms_p50": _r(f50), "floor_ms_p95": _r(f95),
+                "latency_vs_floor": round(p50 / f50, 2) if p50 is not None and f50 else None,
+                "anchor_retention": round(report.share, 4) if report and report.share is not None else None,
+                "anchors": {k: {"total": t, "retained": r} for k, (t, r) in report.counts.items()} if report else {},
+                "anchors_missing": list(report.missing) if report else [],
+                "pass_kinds": dict(sorted(self.pass_kinds.items())),
+                "historian": dict(sorted(self.historian.items())), "emergencies": self.emergencies,
+                "degraded_passes": self.degraded,
+            })
+        return out
+
+
+@dataclass
+class ReplayResult:
+    """Everything `mc replay` reports; `to_dict()` is the `--json` data."""
+
+    path: Path
+    format: str
+    harness: str
+    context_limit: int
+    limit_source: str
+    ttl_ms: int
+    pricing: cost.Pricing
+    subprocess: bool
+    runs: list[StrategyRun]
+    meta: dict[str, Any]
+
+    def run(self, name: str) -> StrategyRun | None:
+        return next((r for r in self.runs if r.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        native = self.run("native")
+        native_usd = native.ledger.usd if native else None
+        p = self.pricing
+        return {
+            "file": str(self.path), "format": self.format, "harness": self.harness,
+            "context_limit": self.context_limit, "context_limit_source": self.limit_source,
+            "ttl_seconds": self.ttl_ms // 1000, "mode": "subprocess" if self.subprocess else "in-process",
+            "pricing": {"name": p.name, "label": p.label, "input_per_mtok": p.input_per_mtok,
+                        "output_per_mtok": p.output_per_mtok, "read_multiplier": p.read_multiplier,
+                        "write_multiplier": p.write_multiplier(self.ttl_ms), "min_cacheable": p.min_cacheable},
+            **self.meta,
+            "strategies": [r.figures(self.context_limit, native_usd) for r in self.runs],
+        }
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def percentile(values: Sequence[float], pct: float) -> float | None:
+    """Nearest-rank percentile (None for no values)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
+
+
+def parse_strategies(text: str | Sequence[str]) -> list[str]:
+    names = [s.strip() for s in (text.split(",") if isinstance(text, str) else text) if s.strip()]
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown or not names:
+        raise BadInput(f"unknown strategies: {', '.join(unknown) or '(none given)'}",
+                       fix=f"choose from {','.join(STRATEGIES)}")
+    return list(dict.fromkeys(names))
+
+
+def default_limit(rep: Replayable) -> tuple[int, str]:
+    """The recorded model's window (built-in table), else the engine's default."""
+    model = next((p.model for p in reversed(rep.passes) if p.model), None)
+    known = scheduler.builtin_limit(model)
+    return (known, "model") if known else (scheduler.DEFAULT_LIMIT, "default")
+
+
+def replay(path: str | Path, *, format: str = "auto", context_limit: int | None = None, ttl: str = "5m",
+           pricing: str = "anthropic-sonnet", strategies: Sequence[str] = STRATEGIES, subprocess: bool = False,
+           progress: Progress | None = None, counter: TokenCounter | None = None) -> ReplayResult:
+    """Replay the session at `path` through `strategies` (see the module doc)."""
+    names = parse_strategies(strategies)
+    price = cost.pricing(pricing)
+    ttl_ms = cost.parse_ttl(ttl)
+    if context_limit is not None and context_limit < scheduler.MIN_PLAUSIBLE_LIMIT:
+        raise BadInput(f"--context-limit {context_limit} is implausibly small",
+                       fix=f"give at least {scheduler.MIN_PLAUSIBLE_LIMIT} tokens")
+    session = load_session(path, format)
+    rep = prepare(session)
+    if not rep.passes:
+        raise BadInput(f"{path}: the recording holds no LLM calls to replay")
+    window, source = (context_limit, "flag") if context_limit else default_limit(rep)
+    counter = counter or TokenCounter(reasoning=rep.harness != m.OPENAI)
+    report = progress or (lambda _name, _done, _total: None)
+    runs = []
+    common = {"counter": counter, "price": price, "ttl_ms": ttl_ms, "window": window, "progress": report}
+    for name in names:
+        if name == "mc":
+            runs.append(_run_mc(rep, use_subprocess=subprocess, **common))
+        else:
+            runs.append(_run_baseline(name, rep, **common))
+    meta = {"passes": len(rep.passes), **rep.meta}
+    return ReplayResult(Path(path), session.format, rep.harness, window, source, ttl_ms, price, subprocess, runs, meta)
+
+
+def _record(run: StrategyRun, charge: cost.Charge, window: int) -> None:
+    tokens = charge.tokens
+    run.charges.append(charge)
+    run.tokens.append(tokens)
+    run.over_window += tokens > window
+    run.cumulative_usd.append(run.ledger.usd)
+
+
+def _run_baseline(name: str, rep: Replayable, *, counter: TokenCounter, price: cost.Pricing, ttl_ms: int,
+                  window: int, progress: Progress) -> StrategyRun:
+    system = counter.system([rep.system]) if rep.system else []
+    strategy = baselines.Baseline(name, counter, window, system)
+    run = StrategyRun(name, cost.Ledger(price, ttl_ms))
+    total = len(rep.passes)
+    for done, spec in enumerate(rep.passes, start=1):
+        served = strategy.serve(rep.canon[:spec.end])
+        for call in served.extra:
+            run.ledger.add(call.units, spec.at_ms, output_tokens=call.output_tokens, extra=True)
+        charge = run.ledger.add(served.units, spec.at_ms)
+        run.compactions += served.compacted
+        run.edited_passes += served.edited
+        _record(run, charge, window)
+        progress(name, done, total)
+    return run
+
+
+def _run_mc(rep: Replayable, *, counter: TokenCounter, price: cost.Pricing, ttl_ms: int, window: int,
+            use_subprocess: bool, progress: Progress) -> StrategyRun:
+    run = StrategyRun("mc", cost.Ledger(price, ttl_ms))
+    total = len(rep.passes)
+    last = None
+    with McRunner(harness=rep.harness, window=window, system=rep.system, subprocess=use_subprocess) as runner:
+        for done, spec in enumerate(rep.passes, start=1):
+            payload = runner.payload(rep.native[:spec.end], spec.at_ms, spec.model)
+            served = runner.serve(payload)
+            units = [*counter.system(served.system), *(counter.message(msg, memo=False) for msg in served.messages)]
+            _record(run, run.ledger.add(units, spec.at_ms), window)
+            run.latency_ms.append(served.ms)
+            run.floor_ms.append(served.floor_ms)
+            run.pass_kinds[str(served.report.get("pass", "?"))] += 1
+            run.historian[str(served.report.get("historian", "?"))] += 1
+            run.emergencies += served.emergency
+            run.degraded += bool(served.report.get("lkg")) or served.report.get("reason") == "input served unchanged"
+            last = (spec, served)
+            progress("mc", done, total)
+    if last is not None:
+        spec, served = last
+        run.anchors = anchor_mod.retention(rep.canon[:spec.end], served.messages, served.system)
+    return run
+
+
+__all__ = ["STRATEGIES", "ReplayResult", "StrategyRun", "default_limit", "parse_strategies", "percentile", "replay"]

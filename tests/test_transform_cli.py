@@ -1,0 +1,305 @@
+"""`mc transform` through the real CLI: input shapes, flags, reports, failure contract, session modes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from magic_context.store import db
+
+NOW = 1_764_000_000_000
+
+
+def dumps(value) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def envelope(messages, **extra):
+    return {"messages": messages, "session_id": "s1", "project_dir": "/tmp", "now": NOW, **extra}
+
+
+ANTHROPIC_BODY = {
+    "model": "claude-sonnet-4-5", "max_tokens": 100, "system": "Be brief.", "metadata": {"user_id": "u"},
+    "messages": [
+        {"role": "user", "content": "fix the bug"},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "SIG"},
+                                          {"type": "text", "text": "Reading."},
+                                          {"type": "tool_use", "id": "tu1", "name": "read", "input": {"path": "a.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "x = 1"}]},
+    ],
+}
+OPENAI_BODY = {
+    "model": "gpt-4o", "temperature": 0,
+    "messages": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "list files"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{\"cmd\": \"ls\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py"},
+    ],
+}
+OPENCODE_ARRAY = [
+    {"info": {"id": "msg_a1", "sessionID": "ses_X", "role": "user", "time": {"created": NOW - 60_000}},
+     "parts": [{"id": "prt_1", "sessionID": "ses_X", "messageID": "msg_a1", "type": "text", "text": "hello"}]},
+    {"info": {"id": "msg_a2", "sessionID": "ses_X", "role": "assistant", "time": {"created": NOW - 59_000,
+                                                                                  "completed": NOW - 58_000}},
+     "parts": [{"id": "prt_2", "type": "step-start"},
+               {"id": "prt_3", "type": "tool", "callID": "call_1", "tool": "read",
+                "state": {"status": "completed", "input": {"filePath": "a.py"}, "output": "x = 1", "title": "a.py",
+                          "metadata": {}, "time": {"start": 1, "end": 2}}},
+               {"id": "prt_4", "type": "step-finish", "reason": "tool-calls"}]},
+]
+PI_ARRAY = [
+    {"role": "user", "content": "hello", "timestamp": NOW - 60_000},
+    {"role": "assistant", "content": [{"type": "text", "text": "Hi"}, {"type": "toolCall", "id": "tc1", "name": "read",
+                                                                      "arguments": {"path": "a.py"}}],
+     "api": "anthropic-messages", "provider": "anthropic", "model": "claude", "stopReason": "toolUse",
+     "timestamp": NOW - 59_000},
+    {"role": "toolResult", "toolCallId": "tc1", "toolName": "read", "content": [{"type": "text", "text": "x = 1"}],
+     "isError": False, "timestamp": NOW - 58_000},
+]
+
+
+def run(mc, document, *args):
+    result = mc("transform", *args, stdin=json.dumps(document))
+    return result, (json.loads(result.stdout) if result.returncode == 0 and result.stdout else None)
+
+
+
+
+def table_counts(path: Path) -> dict[str, int]:
+    if not path.exists():
+        return {}
+    conn = sqlite3.connect(path)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE "
+                                             "'%fts%' AND name NOT LIKE 'sqlite_%'")]
+        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
+    finally:
+        conn.close()
+
+
+def test_anthropic_body_keeps_its_shape_and_unknown_fields(mc) -> None:
+    result, out = run(mc, ANTHROPIC_BODY, "--project", "/tmp")
+    assert result.returncode == 0, result.stderr
+    assert set(out) == set(ANTHROPIC_BODY)
+    assert out["metadata"] == {"user_id": "u"} and out["model"] == "claude-sonnet-4-5"
+    assert out["system"].startswith("Be brief.\n\n## Magic Context") and "Today's date: 20" in out["system"]
+    texts = dumps(out["messages"])
+    assert "<session-history>" in texts and "§1§ fix the bug" in texts and "§3§ x = 1" in texts
+    thinking = out["messages"][3]["content"][0]
+    assert thinking == {"type": "thinking", "thinking": "hmm", "signature": "SIG"}
+
+
+def test_openai_body_guidance_in_first_system_message(mc) -> None:
+    result, out = run(mc, OPENAI_BODY, "--project", "/tmp")
+    assert result.returncode == 0, result.stderr
+    assert out["temperature"] == 0 and out["messages"][0]["role"] == "system"
+    assert out["messages"][0]["content"].startswith("Be brief.\n\n## Magic Context")
+    assert out["messages"][1]["content"].startswith("<session-history>")  # m[0] after the system message
+    assert [m["role"] for m in out["messages"]].count("system") == 1
+    assert out["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "§2§ a.py\nb.py"}
+
+
+@pytest.mark.parametrize("array", [OPENCODE_ARRAY, PI_ARRAY], ids=["opencode", "pi"])
+def test_bare_arrays(mc, array) -> None:
+    result, out = run(mc, array, "--project", "/tmp")
+    assert result.returncode == 0, result.stderr
+    assert isinstance(out, list) and len(out) == len(array) + 2
+    assert "x = 1" in dumps(out) and "§" in dumps(out)
+
+
+def test_envelope_and_report_line(mc, isolated_dirs) -> None:
+    doc = envelope(PI_ARRAY, harness="pi", extra_field={"keep": True})
+    result, out = run(mc, doc, "--report")
+    assert result.returncode == 0
+    assert out["extra_field"] == {"keep": True} and out["session_id"] == "s1"
+    report = json.loads(result.stderr.decode().strip().splitlines()[-1])
+    for key in ("pass", "bust", "reason", "tokens_before", "tokens_after", "tags", "dropped", "pending_drops",
+                "historian", "ms", "warnings"):
+        assert key in report
+    assert report["pass"] == "fold" and report["bust"] is True
+    again, out_again = run(mc, doc, "--report")
+    assert json.loads(again.stderr.decode().strip().splitlines()[-1])["pass"] == "defer"
+    assert out_again == out  # the same input twice gives the same bytes
+    assert again.stdout == result.stdout
+
+
+def test_dry_run_persists_nothing(mc, isolated_dirs) -> None:
+    db.open_db().close()
+    path = isolated_dirs["data"] / "context.db"
+    before = table_counts(path)
+    result, out = run(mc, envelope(PI_ARRAY, harness="pi"), "--dry-run")
+    assert result.returncode == 0 and out is not None
+    assert table_counts(path) == before
+
+
+def test_now_overrides_the_clock(mc) -> None:
+    later = NOW + 86_400_000 * 40
+    result, out = run(mc, dict(ANTHROPIC_BODY, model="claude-sonnet-4-5"), "--project", "/tmp")
+    doc = envelope(ANTHROPIC_BODY["messages"], harness="anthropic", system="S", now=later)
+    result, out = run(mc, doc)
+    assert result.returncode == 0 and "Today's date: 2026-01-03" in out["system"]
+
+
+MALFORMED = {
+    "empty": b"",
+    "whitespace": b"   \n",
+    "truncated": b'{"messages": [{"role": "user", "content": "hi"',
+    "not json": b"hello world",
+    "number": b"42",
+    "string": b'"text"',
+    "messages not a list": b'{"messages": {"role": "user"}}',
+    "no messages": b'{"model": "x"}',
+    "unknown shape": b'[{"foo": 1}]',
+    "bad role": b'{"messages": [{"role": "wizard", "content": "hi"}], "harness": "openai"}',
+    "bad harness": b'{"messages": [], "harness": "cursor"}',
+    "invalid utf-8": b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}',
+    "deep nesting": b'{"messages": [{"role": "user", "content": ' + b"[" * 5000 + b"]" * 5000 + b"}]}",
+    "bad usage": b'{"messages": [{"role": "user", "content": "hi"}], "usage": {"input_tokens": -1}}',
+    "bad now": b'{"messages": [{"role": "user", "content": "hi"}], "now": "yesterday"}',
+}
+
+
+@pytest.mark.parametrize("name", list(MALFORMED))
+def test_malformed_input_exits_2_and_writes_nothing(mc, isolated_dirs, name) -> None:
+    db.open_db().close()
+    path = isolated_dirs["data"] / "context.db"
+    run(mc, envelope(PI_ARRAY, harness="pi"))
+    before = table_counts(path)
+    result = mc("transform", stdin=MALFORMED[name])
+    assert result.returncode == 2, (name, result.stderr)
+    assert result.stdout == b""
+    lines = result.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mc: error:"), lines
+    assert table_counts(path) == before
+
+
+def test_bad_flags_exit_2(mc) -> None:
+    for args in (("--context-limit", "lots"), ("--harness", "cursor"), ("--frobnicate",), ("--session",)):
+        result = mc("transform", *args, stdin=json.dumps(PI_ARRAY))
+        assert result.returncode == 2 and result.stdout == b"", args
+
+
+def test_large_valid_message_is_served(mc) -> None:
+    big = "line of tool output\n" * 2_600_000  # ~50 MB
+    doc = envelope([{"role": "user", "content": "dump it"}, {"role": "assistant", "content": "ok"},
+                    {"role": "user", "content": big}], harness="openai")
+    result = mc("transform", stdin=json.dumps(doc), timeout=300)
+    assert result.returncode == 0, result.stderr[-500:]
+    assert len(result.stdout) > 50_000_000
+
+
+def test_busy_database_serves_last_known_good(mc, isolated_dirs) -> None:
+    doc = envelope(PI_ARRAY, harness="pi")
+    first, served = run(mc, doc)
+    assert first.returncode == 0
+    grown = envelope([*PI_ARRAY, {"role": "user", "content": "next question", "timestamp": NOW}], harness="pi")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sqlite3,sys,time; c=sqlite3.connect(sys.argv[1], isolation_level=None);"
+         "c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); time.sleep(30)",
+         str(isolated_dirs["data"] / "context.db")],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        started = time.monotonic()
+        result, out = run(mc, grown)
+        assert result.returncode == 0, result.stderr
+        assert time.monotonic() - started >= 4.5  # waited for the busy timeout first
+        assert "last known good" in result.stderr.decode()
+        assert out["messages"][: len(served["messages"])] == served["messages"]  # the previous output...
+        assert out["messages"][-1] == grown["messages"][-1]  # ...plus the new raw tail, untouched
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_storage_unavailable_exits_3(mc, isolated_dirs) -> None:
+    isolated_dirs["data"].parent.mkdir(parents=True, exist_ok=True)
+    isolated_dirs["data"].write_text("not a directory")
+    result = mc("transform", stdin=json.dumps(envelope(PI_ARRAY, harness="pi")))
+    assert result.returncode == 3 and result.stdout == b""
+
+
+def test_schema_too_new_exits_3(mc, isolated_dirs) -> None:
+    db.open_db().close()
+    conn = sqlite3.connect(isolated_dirs["data"] / "context.db")
+    conn.execute("PRAGMA user_version=99")
+    conn.close()
+    result = mc("transform", stdin=json.dumps(envelope(PI_ARRAY, harness="pi")))
+    assert result.returncode == 3 and b"99" in result.stderr
+
+
+def test_context_emergency_exits_4(mc) -> None:
+    doc = envelope([{"role": "user", "content": "hi " * 50}, {"role": "assistant", "content": "ok"},
+                    {"role": "user", "content": "again"}], harness="openai",
+                   model={"provider": "openai", "id": "gpt-4o", "context_limit": 2000},
+                   usage={"input_tokens": 1990, "output_tokens": 5})
+    result = mc("transform", stdin=json.dumps(doc))
+    assert result.returncode == 4 and result.stdout == b""
+    assert "mc wrapup" in result.stderr.decode()
+
+
+def test_reduce_queues_and_the_next_bust_applies(mc) -> None:
+    messages = [{"role": "user", "content": f"question {i}"} if i % 2 == 0 else
+                {"role": "assistant", "content": f"answer {i} " + "words " * 30} for i in range(50)]
+    doc = envelope(messages, harness="openai")
+    first, _ = run(mc, doc)
+    assert first.returncode == 0
+    bad = mc("reduce", "--session", "s1", "999")
+    assert bad.returncode == 2 and b"unknown tags 999" in bad.stderr
+    protected = mc("reduce", "--session", "s1", "45")
+    assert protected.returncode == 2 and b"protected" in protected.stderr
+    ok = mc("reduce", "--session", "s1", "2-4", "--json")
+    assert ok.returncode == 0 and json.loads(ok.stdout)["data"]["queued"] == [2, 3, 4]
+    defer, out = run(mc, doc, "--report")
+    assert "[dropped §2§]" not in dumps(out)  # a defer pass never applies a drop
+    busting = dict(doc, now=NOW + 3_600_000)  # cache TTL expired: this pass busts anyway
+    bust, out = run(mc, busting, "--report")
+    text = dumps(out)
+    assert "[dropped §2§]" in text and "[truncated §3§]" in text and "[dropped §4§]" in text
+    again = mc("reduce", "--session", "s1", "2")
+    assert again.returncode == 2 and b"already dropped" in again.stderr
+
+
+def test_ctx_reduce_unavailable_means_no_tags(mc) -> None:
+    doc = envelope(PI_ARRAY, harness="pi", tools=[{"name": "read"}, {"name": "bash"}], system="Base.")
+    result, out = run(mc, doc)
+    assert "§" not in dumps(out["messages"])
+    assert "ctx_reduce tool" not in out["system"]
+    doc = envelope(PI_ARRAY, harness="pi", tools=[{"name": "mcp__magic-context__ctx_reduce"}], session_id="s2")
+    result, out = run(mc, doc)
+    assert "§1§" in dumps(out["messages"])
+
+
+def test_subagent_gets_tags_but_no_head(mc) -> None:
+    result, out = run(mc, envelope(PI_ARRAY, harness="pi", agent="subagent"))
+    text = dumps(out["messages"])
+    assert "§1§" in text and "<session-history>" not in text
+
+
+def test_compaction_off_keeps_knowledge_only(mc, isolated_dirs) -> None:
+    config = isolated_dirs["config"]
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text("[compaction]\nenabled = false\n")
+    result, out = run(mc, envelope(PI_ARRAY, harness="pi"))
+    text = dumps(out["messages"])
+    assert "§" not in text and "<session-history>" not in text
+
+
+def test_status_after_passes(mc) -> None:
+    run(mc, envelope(PI_ARRAY, harness="pi"))
+    result = mc("status", "--json")
+    data = json.loads(result.stdout)["data"]
+    assert data["session"]["session_id"] == "s1" and data["tags"]["active"] == 3
+    assert data["passes"][-1]["pass"] == "fold" and "database" in data["paths"]
+    human = mc("status", "--latest")
+    assert human.returncode == 0 and b"tags" in human.stdout
