@@ -38,6 +38,17 @@ CASES = (
     ("claude-code/bookminder-subagent-a12564cd.jsonl", 20_000),
 )
 LATENCY_CASE = CASES[2]
+LABELS = {
+    "pi_large-session.jsonl": "pi large-session",
+    "pi_before-compaction.jsonl": "pi before-compaction",
+    "mini-swe-agent_deepseek-chat_django__django-13964.traj.json": "django-13964",
+    "mini-swe-agent_deepseek-reasoner_sqlfluff__sqlfluff-1763.traj.json": "sqlfluff-1763",
+    "claude-code/bookminder-subagent-a12564cd.jsonl": "bookminder subagent",
+}
+
+
+def _label(name: str) -> str:
+    return LABELS.get(name, Path(name).stem)
 PRICINGS = ("anthropic-sonnet", "anthropic-opus", "openai")
 GOALS = {"cost_vs_native": 0.6, "cost_vs_masking": 0.5, "cache_read_share": 0.95, "latency_vs_floor": 1.5}
 
@@ -84,7 +95,7 @@ def _goal_row(name: str, data: dict[str, Any]) -> str:
     def mark(ok: bool) -> str:
         return "✅" if ok else "❌"
 
-    return (f"| {name} | {mc['cost_vs_native']:.2f}× {mark(mc['cost_vs_native'] <= GOALS['cost_vs_native'])} | "
+    return (f"| {_label(name)} | {mc['cost_vs_native']:.2f}× {mark(mc['cost_vs_native'] <= GOALS['cost_vs_native'])} | "
             f"{vs_mask:.2f}× {mark(vs_mask is not None and vs_mask <= GOALS['cost_vs_masking'])} | "
             f"{mc['cache_read_share']:.1%} {mark(mc['cache_read_share'] >= GOALS['cache_read_share'])} | "
             f"{mc['over_window']} {mark(mc['over_window'] == 0)} | "
@@ -130,28 +141,29 @@ def _reading(results: list[tuple[str, ReplayResult, dict[str, Any]]], latency: d
         for _, r, _, _ in short:
             led, p = r.run("mc").ledger, r.pricing
             read_shares.append(led.read_tokens * p.input_per_mtok * p.read_multiplier / 1e6 / led.usd)
-        means = ", ".join(f"{_mean_tokens(r, 'mc'):,.0f} vs {_mean_tokens(r, 'native'):,.0f}" for _, r, _, _ in short)
+        pairs = "; ".join(f"{_label(n)} {_mean_tokens(r, 'mc') / _mean_tokens(r, 'native'):.2f} → "
+                          f"{mc['cost_vs_native']:.2f}×" for n, r, mc, _ in short)
         mc_levels = [x for _, r, _, _ in short for x in _bust_levels(r, "mc")]
         nat_levels = [x for _, r, _, _ in short for x in _bust_levels(r, "native")]
         bust_ratio = [mc["busts"] / nat["busts"] for _, _, mc, nat in short if nat["busts"]]
         out.append(
-            f"* **Cost: mc is {_span(ratios, '{:.2f}×')} native, not ≤ 0.6×.** About {_span(read_shares)} of mc's "
-            "bill is cache *reads* (0.1× but on every pass), so the bill follows the mean served context, and mc "
-            f"serves about as much as native on average ({means} tokens, mc vs native). mc busts at its 65% execute "
-            f"threshold and reclaims to {_span(mc_levels)} of the window; native grows to 85% and falls to "
-            f"{_span(nat_levels)} (a 2 000-token summary plus a 20% tail). The two saw-tooths average out the same. "
-            f"mc busts {_span(bust_ratio, '{:.1f}×')} as often as native; its busts rewrite less (the m[0] prefix "
-            "survives them) and native pays for summary calls, which is why the totals stay level. To reach 0.6× mc "
-            "must serve a smaller mean context: reclaim deeper on an execute pass, i.e. fold the spent raw history "
-            "into compartments rather than keep it until it is dropped.")
+            f"* **Cost: mc is {_span(ratios, '{:.2f}×')} native, not ≤ 0.6×.** With the cache warm, "
+            f"{_span(read_shares)} of mc's bill is cache *reads* (0.1×, but on every pass), so the cost ratio "
+            f"tracks the ratio of mean served context (mc/native mean served → cost: {pairs}). mc busts at its "
+            f"65% execute threshold and reclaims to {_span(mc_levels)} of the window; native grows to 85% and "
+            f"falls to {_span(nat_levels)} (a 2 000-token summary plus a 20% tail): the two saw-tooths average "
+            f"out about the same. mc busts {_span(bust_ratio, '{:.1f}×')} as often as native; its busts rewrite "
+            "less (the m[0] prefix survives them) and native also pays for its summary calls, so the totals stay "
+            "level. To reach 0.6× mc must serve a smaller mean context: reclaim deeper on an execute pass, i.e. "
+            "fold the spent raw history into compartments instead of keeping it raw until it is dropped.")
     retentions = [(n, mc) for n, _, mc, _ in mcs if mc["anchor_retention"] is not None]
     fired = sum(mc["historian"].get("fired", 0) + mc["historian"].get("running", 0) for _, _, mc, _ in mcs)
     if any(mc["anchor_retention"] < 0.9 for _, mc in retentions):
-        why = ("the historian never fired during the replays (it is not wired into the pass yet), so nothing "
+        why = ("the historian never fired during the replays (MAGIC_CONTEXT_HISTORIAN=inline), so nothing "
                "folds dropped history into `<session-history>` compartments" if not fired else
                f"the historian fired {fired} times, but its compartments do not name everything that was dropped")
         out.append(
-            "* **Anchor retention is low** (" + ", ".join(f"{n.split('/')[-1][:28]} {mc['anchor_retention']:.0%}"
+            "* **Anchor retention is low** (" + ", ".join(f"{_label(n)} {mc['anchor_retention']:.0%}"
                                                       for n, mc in retentions)
             + f"): what mc drops leaves the request entirely, because {why}. User instructions survive where they "
             "are kept as raw text; file paths in dropped tool calls and commit hashes in dropped git output do not.")
@@ -160,7 +172,7 @@ def _reading(results: list[tuple[str, ReplayResult, dict[str, Any]]], latency: d
     if low_cache:
         out.append(
             "* **Cache-read share under 95%** on "
-            + ", ".join(f"{n.split('/')[-1][:28]} ({v:.1%})" for n, v in low_cache)
+            + ", ".join(f"{_label(n)} ({v:.1%})" for n, v in low_cache)
             + ": these sessions are short or grow fast relative to the window, so the writes of new messages "
             "and of each execute pass are a larger part of the input. Masking and clear-tool-uses bust on almost "
             "every pass (each new tool result pushes an older one behind a placeholder), which is why they cost "
@@ -196,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             result = replay(path, context_limit=window)
             data = result.to_dict()
             results.append((name, result, data))
-            row = [name]
+            row = [_label(name)]
             for pricing in PRICINGS:
                 d = data if pricing == "anthropic-sonnet" else replay(
                     path, context_limit=window, pricing=pricing, strategies=["mc", "native", "masking"]).to_dict()

@@ -62,9 +62,9 @@ def replay(
                                ttl=ttl, pricing=pricing, strategies=names, subprocess=use_subprocess,
                                progress=progress)
     if context_limit is None:
-        _output.note(f"no --context-limit: replayed against the recorded model's window "
-                     f"({result.context_limit:,} tokens, {result.limit_source}); pass a smaller window "
-                     "to see how each strategy copes with overflow")
+        which = "the recorded model's window" if result.limit_source == "model" else "the default window"
+        _output.note(f"no --context-limit: replayed against {which} ({result.context_limit:,} tokens); "
+                     "pass a smaller window to see how each strategy copes with overflow")
     data = result.to_dict()
     if plot is not None:
         from magic_context.replay import plot as plot_mod

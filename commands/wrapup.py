@@ -59,10 +59,11 @@ def wrapup(
                           fix="`mc status` shows the historian's last failure")
     out = _output.console()
     if result.disposition == engine.NOTHING_TO_COMPACT:
-        out.print(f"nothing to compact: {result.reason}")
+        out.print(f"nothing to compact: {result.reason}", soft_wrap=True)
     else:
         via = ", ".join(result.providers)
-        out.print(f"{result.reason} (via {via}, {result.rounds} round{'s' if result.rounds != 1 else ''})")
+        out.print(f"{result.reason} (via {via}, {result.rounds} round{'s' if result.rounds != 1 else ''})",
+                  soft_wrap=True)
 
 
 def _with_progress(conn, pk: int, keep: int, provider: str | None, engine):

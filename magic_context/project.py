@@ -6,7 +6,6 @@ Computed once when a session is first seen (it runs git), then read from the ses
 from __future__ import annotations
 
 import hashlib
-import subprocess
 from pathlib import Path
 
 from magic_context import paths
@@ -15,6 +14,8 @@ from magic_context import paths
 def identity(project_dir: Path) -> str:
     root = paths.project_root(project_dir)
     if (root / ".git").exists():
+        import subprocess  # only when a session is first seen: keep it off the steady-state import path
+
         try:
             proc = subprocess.run(
                 ["git", "-C", str(root), "rev-list", "--max-parents=0", "HEAD"],

@@ -86,7 +86,7 @@ class PiBuilder:
     def turn(self, prompt: str, path: str, *, padding: int = 0) -> PiBuilder:
         """A prompt, a read, an edit and a closing sentence (`padding` characters of file content)."""
         self.user(prompt)
-        self.call("read", {"path": path}, "x = 1\n" + "y" * padding)
+        self.call("read", {"path": path}, "x = 1\n" + "lorem ipsum dolor sit amet " * (padding // 27))
         self.call("edit", {"path": path, "oldText": "x = 1", "newText": "x = 2"},
                   f"Successfully replaced text in {path}.")
         return self.say(f"Updated {path} as asked; the change sets x to 2.")

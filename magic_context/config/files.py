@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,8 @@ def read_toml(path: Path) -> tuple[dict[str, Any], list[ConfigWarning]]:
         return {}, []
     except OSError as exc:
         return {}, [ConfigWarning(str(path), "", f"cannot read ({exc.strerror}); using defaults")]
+    import tomllib  # only when a config file exists: most passes have none to parse
+
     try:
         return tomllib.loads(data.decode("utf-8")), []
     except UnicodeDecodeError:

@@ -49,7 +49,7 @@ _COMMIT_OUTPUT = re.compile(r"^\[[\w./@-]+(?: \([\w -]+\))? " + _HEX + r"\]", re
 _COMMIT_VERB = re.compile(r"(?i:\b(?:commit(?:ted|s)?|cherry-pick(?:ed)?|merged?|merges|revert(?:ed|s)?)\b)"
                           r"[^\n]{0,40}?\b" + _HEX + r"\b")
 _NOISE_LINE = re.compile(r"^(?:debugger attached\.?|waiting for the debugger.*|\s*>.*|npm warn.*)$", re.I)
-_ERROR_WORD = re.compile(r"(?i)\b(?:error|failed|failure|fatal|exception|traceback|cannot|not found|denied)\b")
+_ERROR_WORD = re.compile(r"(?i)(?:error|failed|failure|fatal|exception|traceback|cannot|not found|denied)")
 
 
 @dataclass(slots=True)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from magic_context.errors import MCError
 from magic_context.history import boundary, chunk, extractive, prompt, publish, trigger
 from magic_context.history.validate import validate_historian_output
 from magic_context.llm.chain import Attempt, ChainExhausted, build_chain, complete_with_chain
@@ -344,17 +345,20 @@ def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, confi
                        eligible_end=bound.end)
     try:
         chain = make_chain(config, provider, the_chunk)
-        validated, attempts = complete_with_chain(chain, prompt.SYSTEM_PROMPT, text, validate, prompt.repair_prompt)
+    except (ValueError, MCError) as exc:  # a provider that cannot be built (unknown name, bad config)
+        result.failure = {"class": "config", "provider": str(provider), "at": now, "message": str(exc)}
+        result.reason = str(exc)
+        _state(conn, session_pk, FAILURE_KEY, result.failure, now)
+        return result
+    try:
+        validated, attempts = complete_with_chain(
+            chain, prompt.SYSTEM_PROMPT, text, validate,
+            lambda error, previous: prompt.repair_prompt(text, error, previous))
     except ChainExhausted as exc:
         result.attempts = exc.attempts
         result.failure = _failure(exc.attempts, now, None) or {"class": exc.kind, "provider": None, "at": now,
                                                                "message": exc.one_line()}
         result.reason = exc.one_line()
-        _state(conn, session_pk, FAILURE_KEY, result.failure, now)
-        return result
-    except Exception as exc:  # a config problem building the chain (e.g. an unknown provider name)
-        result.failure = {"class": "config", "provider": str(provider), "at": now, "message": str(exc)}
-        result.reason = str(exc)
         _state(conn, session_pk, FAILURE_KEY, result.failure, now)
         return result
     winner = next(a for a in reversed(attempts) if a.ok)

@@ -99,7 +99,8 @@ def wrapup(conn: sqlite3.Connection, session_pk: int, *, keep: int = boundary.DE
     finally:
         runner.release_lease(conn, session_pk, holder)
     if result.disposition == COMPLETED:
-        result.reason = (f"folded messages {result.start}-{result.end} into {result.compartments} compartments; "
+        plural = "s" if result.compartments != 1 else ""
+        result.reason = (f"folded messages {result.start}-{result.end} into {result.compartments} compartment{plural}; "
                          f"the newest {keep} messages stay raw")
     return result
 

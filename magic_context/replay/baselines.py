@@ -3,8 +3,9 @@
 * `raw`: the whole history every time; no management (passes over the window are only counted).
 * `native`: what OpenCode / Claude Code do: when a request passes 85% of the window, everything but
   a recent tail (≤ 20% of the window, cut only between tool arcs, never inside one) is replaced by
-  one ~2 000-token summary message, written by an extra LLM call that reads the whole request; the
-  history then grows from there, and the next overflow summarizes again.
+  one ~2 000-token summary message (10% of windows under 20 000 tokens), written by an extra LLM
+  call that reads the whole request; the history then grows from there, and the next overflow
+  summarizes again.
 * `masking`: observation masking: all but the newest 10 tool outputs are replaced by a placeholder,
   with the same overflow compaction.
 * `clear-tool-uses`: Anthropic context editing (`clear_tool_uses_20250919`): once the request passes
@@ -95,6 +96,7 @@ class Baseline:
         self.boundary = 0  # history[boundary:] is served after the summary (0: no summary yet)
         self.summaries = 0
         self.clear_trigger = min(CLEAR_TRIGGER, int(CLEAR_TRIGGER_SHARE * window))
+        self.summary_tokens = min(SUMMARY_TOKENS, window // 10)
         self._clear_tokens = counter.text(CLEAR_PLACEHOLDER)
 
     # -- the served view ---------------------------------------------------------------------
@@ -109,7 +111,7 @@ class Baseline:
         visible = history[max(self.boundary, lead):]
         head = [*self.system, *(self.counter.message(msg) for msg in history[:lead])]
         if self.summaries:
-            head.append((f"{self.name}-summary-{self.summaries}", SUMMARY_TOKENS + MESSAGE_OVERHEAD))
+            head.append((f"{self.name}-summary-{self.summaries}", self.summary_tokens + MESSAGE_OVERHEAD))
         body = [self.counter.message(msg) for msg in visible]
         replace = self._replacements(visible, sum(u[1] for u in head) + sum(u[1] for u in body))
         if replace:
@@ -160,7 +162,7 @@ class Baseline:
         if not self._compact(history):
             return Served(units, edited=edited)
         units, edited = self._request(history)
-        return Served(units, [ExtraCall(prompt, SUMMARY_TOKENS)], compacted=True, edited=edited)
+        return Served(units, [ExtraCall(prompt, self.summary_tokens)], compacted=True, edited=edited)
 
 
 def _group(positions: list[tuple[int, int]], text: str) -> dict[int, dict[int, str]]:

@@ -157,7 +157,7 @@ def replay(path: str | Path, *, format: str = "auto", context_limit: int | None 
     session = load_session(path, format)
     rep = prepare(session)
     if not rep.passes:
-        raise BadInput(f"{path}: the recording holds no LLM calls to replay")
+        raise BadInput(f"{path}: no LLM call to replay (none recorded, or only the harness's own compaction)")
     window, source = (context_limit, "flag") if context_limit else default_limit(rep)
     counter = counter or TokenCounter(reasoning=rep.harness != m.OPENAI)
     report = progress or (lambda _name, _done, _total: None)

@@ -271,7 +271,7 @@ def sync(
 
     With `estimate`, fill `SyncResult.tokens`; with `write=False`, plan and assign ordinals only.
     """
-    inp = _Input(messages, _keys(messages), [content_hash(msg.raw) for msg in messages])
+    inp = _Input(messages, _keys(messages), [msg.digest or content_hash(msg.raw) for msg in messages])
     try:
         live = _live(conn, session_pk)
         plan = _plan(conn, session_pk, inp, live)

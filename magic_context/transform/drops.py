@@ -117,4 +117,6 @@ def apply(messages: list[m.Message], sites: list[Site], stripped_reasoning: set[
     return kept
 
 
-__all__ = ["PREVIEW_CHARS", "apply", "default_mode", "edit_marker_input", "fully_dropped", "removed_blocks", "truncated"]
+__all__ = [
+    "PREVIEW_CHARS", "apply", "default_mode", "edit_marker_input", "fully_dropped", "removed_blocks", "truncated",
+]

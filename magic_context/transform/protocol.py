@@ -40,7 +40,6 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
     _DecodeError = ValueError
 
 CODECS: Final = {m.OPENCODE: opencode, m.PI: pi, m.ANTHROPIC: anthropic, m.OPENAI: openai}
-MAX_DEPTH: Final = 512
 
 
 @dataclass
@@ -72,19 +71,6 @@ def parse_document(data: bytes) -> Any:
         return loads(data)
     except (_DecodeError, RecursionError, UnicodeDecodeError, ValueError) as exc:
         raise BadInput(f"stdin is not valid JSON: {exc}", fix="pipe one JSON document") from exc
-
-
-def _depth_ok(value: Any, limit: int = MAX_DEPTH) -> bool:
-    stack = [(value, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return False
-        if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node)
-    return True
 
 
 def _usage(value: Any) -> m.Usage | None:
@@ -166,8 +152,6 @@ def _tool_names(value: Any) -> list[str] | None:
 
 def read_input(document: Any, options: dict[str, str | bool]) -> PassInput:
     """Classify the document's shape and collect the pass inputs; BadInput on anything malformed."""
-    if not _depth_ok(document):
-        raise BadInput(f"input nests deeper than {MAX_DEPTH} levels")
     if isinstance(document, list):
         shape, doc, messages = "array", None, document
     elif isinstance(document, dict):

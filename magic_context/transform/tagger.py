@@ -100,7 +100,7 @@ def assign(
     new_tags: list[Tag] = []
     seen_tool_keys: set[str] = set()
 
-    def get_tag(key: str, kind: str, message: m.Message, text: str, tool_name: str | None,
+    def get_tag(key: str, kind: str, message: m.Message, text: str, tool_name: str | None = None, *,
                 call: m.Block | None = None) -> Tag:
         nonlocal counter
         tag = existing.get(key)
@@ -138,7 +138,7 @@ def assign(
                 results = results_of[id(call[1])] if call else [(mi, block)]
                 text = "\n".join(b.text for _, b in results)
                 name = block.tool_name or (call[1].tool_name if call else None)
-                tag = get_tag(key, KIND_TOOL, message, text, name, call[1] if call else None)
+                tag = get_tag(key, KIND_TOOL, message, text, name, call=call[1] if call else None)
                 sites.append(Site(tag, mi, block, message.role, call=call, results=list(results)))
     return sites, new_tags, counter
 

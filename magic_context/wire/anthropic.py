@@ -118,7 +118,8 @@ def decode(messages: list) -> list[m.Message]:
             blocks = [_decode_block(b, f"{where}.content[{j}]", f"p{j}", names) for j, b in enumerate(content)]
         else:
             raise _bad(f"{where}.content", f"expected a string or an array of blocks, got {_kind(content)}")
-        out.append(m.Message(id=ids.next_id(raw), role=canonical, blocks=blocks, ordinal=i, raw=raw))
+        msg_id, digest = ids.next(raw)
+        out.append(m.Message(id=msg_id, role=canonical, blocks=blocks, ordinal=i, raw=raw, digest=digest))
     return out
 
 

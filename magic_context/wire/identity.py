@@ -37,10 +37,14 @@ class IdDeriver:
         self._seen: dict[str, int] = {}
 
     def next_id(self, raw_message: Any) -> str:
+        return self.next(raw_message)[0]
+
+    def next(self, raw_message: Any) -> tuple[str, str]:
+        """(derived id, content hash of the message) — the hash is reused by the raw store."""
         digest = content_hash(raw_message)
         count = self._seen.get(digest, 0)
         self._seen[digest] = count + 1
-        return f"{self._prefix}{digest}" if count == 0 else f"{self._prefix}{digest}.{count}"
+        return (f"{self._prefix}{digest}" if count == 0 else f"{self._prefix}{digest}.{count}"), digest
 
 
 __all__ = ["IdDeriver", "content_hash"]

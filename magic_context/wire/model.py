@@ -107,6 +107,7 @@ class Message:
     ordinal     position in the session's raw history (assigned by the raw store; decode sets the input index)
     compaction  None, or COMPACTION_REQUEST / COMPACTION_SUMMARY / BRANCH_SUMMARY for the harness's own compaction
     raw         the original JSON object (codec-private); None for messages mc creates
+    digest      `identity.content_hash(raw)` when known (derived ids hash the raw message anyway)
     """
 
     id: str
@@ -121,6 +122,7 @@ class Message:
     compaction: str | None = None
     synthetic: bool = False
     raw: Any = None
+    digest: str | None = None  # content hash of `raw`, when the codec already computed it (saves a rehash)
 
     def text(self) -> str:
         """Visible text of the message (text blocks joined by newlines)."""

@@ -179,7 +179,8 @@ def decode(messages: list) -> list[m.Message]:
                 blocks.append(m.Block(m.OPAQUE, key="f", raw=raw["function_call"]))
         else:
             blocks = _content_blocks(raw.get("content"), where)
-        out.append(m.Message(id=ids.next_id(raw), role=canonical, blocks=blocks, ordinal=i, raw=raw))
+        msg_id, digest = ids.next(raw)
+        out.append(m.Message(id=msg_id, role=canonical, blocks=blocks, ordinal=i, raw=raw, digest=digest))
     return out
 
 

@@ -75,8 +75,9 @@ def _decode_message(index: int, item: Any, ids: IdDeriver) -> m.Message:
     role = item.get("role")
     if not isinstance(role, str):
         raise _bad(index, "role", f"must be a string (got {_kind_of(role)})")
-    msg = m.Message(id=ids.next_id(item), role=m.USER, ordinal=index,
-                    created_at=_timestamp(item.get("timestamp")), raw=item)
+    msg_id, digest = ids.next(item)
+    msg = m.Message(id=msg_id, role=m.USER, ordinal=index, created_at=_timestamp(item.get("timestamp")), raw=item,
+                    digest=digest)
     if role in _CONTENT_ROLES:
         msg.blocks = _decode_content(index, item.get("content"))
         msg.synthetic = role != "user"

@@ -1,0 +1,90 @@
+"""The prompt-cache cost model, checked against hand-computed figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from magic_context.errors import BadInput
+from magic_context.replay import cost
+
+A, B, C, D = ("a", 2000), ("b", 500), ("c", 1000), ("d", 100)
+MINUTE = 60_000
+
+
+def test_three_passes_anthropic_by_hand() -> None:
+    """Sonnet: $3/Mtok base, write 1.25x ($3.75), read 0.1x ($0.30), minimum cacheable 1024 tokens.
+
+    pass 1 (t=0)     [A B]    = 2500, cold: write 2500            → 2500 × 3.75 / 1e6          = 0.009375
+    pass 2 (t=+1m)   [A B C]  = 3500, prefix A B = 2500: read 2500, write 1000
+                                                                  → (2500 × 0.30 + 1000 × 3.75) / 1e6 = 0.0045
+    pass 3 (t=+2m)   [A D C]  = 3100, prefix A = 2000 < 3500: a bust; read 2000, write 1100
+                                                                  → (2000 × 0.30 + 1100 × 3.75) / 1e6 = 0.004725
+    total 0.0186; cache-read share (0 + 2500 + 2000) / (2500 + 3500 + 3100) = 4500 / 9100
+    """
+    ledger = cost.Ledger(cost.pricing("anthropic-sonnet"), cost.parse_ttl("5m"))
+    first = ledger.add([A, B], 0)
+    second = ledger.add([A, B, C], MINUTE)
+    third = ledger.add([A, D, C], 2 * MINUTE)
+
+    assert (first.read, first.write, first.warm, first.bust) == (0, 2500, False, False)
+    assert first.usd == pytest.approx(0.009375)
+    assert (second.prefix, second.read, second.write, second.bust) == (2500, 2500, 1000, False)
+    assert second.usd == pytest.approx(0.0045)
+    assert (third.prefix, third.read, third.write, third.bust) == (2000, 2000, 1100, True)
+    assert third.usd == pytest.approx(0.004725)
+    assert ledger.usd == pytest.approx(0.0186)
+    assert ledger.read_share == pytest.approx(4500 / 9100)
+    assert (ledger.busts, ledger.passes, ledger.cold) == (1, 3, 0)
+
+
+def test_three_passes_openai_by_hand() -> None:
+    """OpenAI: $1.25/Mtok, no write premium, cached input 0.1x, hits in 128-token steps from 1024.
+
+    pass 1 [A B] 2500 uncached                         → 2500 × 1.25 / 1e6                  = 0.003125
+    pass 2 [A B C] prefix 2500 → read 2432 (19 × 128), uncached 1068
+                                                       → (1068 × 1.25 + 2432 × 0.125) / 1e6 = 0.001639
+    pass 3 [A D C] prefix 2000 → read 1920 (15 × 128), uncached 1180
+                                                       → (1180 × 1.25 + 1920 × 0.125) / 1e6 = 0.001715
+    """
+    ledger = cost.Ledger(cost.pricing("openai"), cost.parse_ttl("5m"))
+    charges = [ledger.add(units, at) for units, at in (([A, B], 0), ([A, B, C], MINUTE), ([A, D, C], 2 * MINUTE))]
+    assert [(c.read, c.write, c.uncached) for c in charges] == [(0, 0, 2500), (2432, 0, 1068), (1920, 0, 1180)]
+    assert ledger.usd == pytest.approx(0.003125 + 0.001639 + 0.001715)
+    assert ledger.busts == 1
+
+
+def test_ttl_expiry_is_cold_not_a_bust_and_one_hour_writes_cost_double() -> None:
+    ledger = cost.Ledger(cost.pricing("anthropic-sonnet"), cost.parse_ttl("5m"))
+    ledger.add([A, B], 0)
+    late = ledger.add([A, B, C], 6 * MINUTE)  # past the 5-minute TTL: everything is written again
+    assert (late.warm, late.read, late.write, late.bust) == (False, 0, 3500, False)
+    assert ledger.cold == 1
+
+    hour = cost.Ledger(cost.pricing("anthropic-sonnet"), cost.parse_ttl("1h"))
+    hour.add([A, B], 0)
+    warm = hour.add([A, B, C], 6 * MINUTE)
+    assert warm.read == 2500
+    assert warm.usd == pytest.approx((2500 * 0.30 + 1000 * 3.0 * 2.0) / 1e6)  # 1 h writes at 2x
+
+
+def test_minimum_cacheable_prefix_and_extra_calls() -> None:
+    ledger = cost.Ledger(cost.pricing("anthropic-sonnet"), cost.parse_ttl("5m"))
+    small = ledger.add([("x", 300)], 0)
+    assert (small.write, small.uncached) == (0, 300)  # under 1024 tokens nothing is cached
+    grown = ledger.add([("x", 300), A], MINUTE)
+    assert grown.read == 0 and grown.write == 2300  # a 300-token prefix is below the minimum
+    extra = ledger.add([("x", 300), A, ("prompt", 200)], MINUTE, output_tokens=2000, extra=True)
+    assert extra.usd == pytest.approx((2300 * 0.30 + 200 * 3.75 + 2000 * 15.0) / 1e6)
+    assert (ledger.passes, ledger.extra_calls, ledger.output_tokens) == (2, 1, 2000)
+
+
+def test_parse_ttl_and_unknown_pricing() -> None:
+    assert cost.parse_ttl("5m") == 300_000
+    assert cost.parse_ttl("1h") == 3_600_000
+    assert cost.parse_ttl("90s") == 90_000
+    assert cost.parse_ttl("120") == 120_000
+    with pytest.raises(BadInput):
+        cost.parse_ttl("soon")
+    with pytest.raises(BadInput):
+        cost.pricing("gemini")
+    assert cost.common_prefix([A, B, C], [A, B]) == 2500
