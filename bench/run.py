@@ -173,10 +173,10 @@ def _reading(results: list[tuple[str, ReplayResult, dict[str, Any]]], latency: d
         out.append(
             "* **Cache-read share under 95%** on "
             + ", ".join(f"{_label(n)} ({v:.1%})" for n, v in low_cache)
-            + ": these sessions are short or grow fast relative to the window, so the writes of new messages "
-            "and of each execute pass are a larger part of the input. Masking and clear-tool-uses bust on almost "
-            "every pass (each new tool result pushes an older one behind a placeholder), which is why they cost "
-            "more than native despite smaller requests.")
+            + ": in a short session, or one that grows fast relative to the window, writing the new messages "
+            "and rewriting after each execute pass are a large part of the input. Masking and clear-tool-uses "
+            "bust on almost every pass (each new tool result pushes an older one behind a placeholder), which "
+            "is why they cost more than native despite smaller requests.")
     if latency is not None and latency["latency_vs_floor"] > GOALS["latency_vs_floor"]:
         imports = _import_ms()
         cause = (f"importing the transform pipeline alone takes ~{imports:.0f} ms in a fresh interpreter, paid on "

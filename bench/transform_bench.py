@@ -54,7 +54,8 @@ def main() -> None:
         compileall.compile_dir(str(REPO / package), quiet=1)
     from session_replay import render_calls
 
-    mc = [sys.executable, "-m", "magic_context", "transform"]
+    # What the `mc` console script runs (no runpy, unlike `python -m`).
+    mc = [sys.executable, "-c", "import sys; from commands.main import main; sys.exit(main())", "transform"]
     rows = []
     for name, shape, limit in CASES:
         calls = [native for native, _ in render_calls(SESSIONS / name, shape)]
@@ -65,7 +66,7 @@ def main() -> None:
                "MAGIC_CONTEXT_CONFIG_DIR": str(work / "config"), "PYTHONDONTWRITEBYTECODE": "1"}
         now = 1_800_000_000_000
         # Warm the session state with every earlier request, as a live harness would have.
-        for native in calls[:: max(1, len(calls) // 40)] + [base]:
+        for native in [*calls[::max(1, len(calls) // 40)], base]:
             timed(mc, envelope(native, shape, limit, now), env)
         snapshot = work / "snapshot"
         shutil.copytree(work / "data", snapshot)

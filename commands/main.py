@@ -24,11 +24,19 @@ def _is_transform_fast_path(argv: list[str]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """Run mc; returns the process exit code (console scripts pass it to sys.exit)."""
+    in_process = argv is not None
     argv = list(sys.argv[1:] if argv is None else argv)
     if _is_transform_fast_path(argv):
         from magic_context.transform import hook
 
-        return hook.main([a for a in argv[1:] if a != "--debug"], debug=_debug_enabled(argv))
+        code = hook.main([a for a in argv[1:] if a != "--debug"], debug=_debug_enabled(argv))
+        if in_process:
+            return code  # called in-process (tests, embedding): leave the interpreter alone
+        # The hook process is done: skip interpreter teardown and SQLite's checkpoint-on-close (the WAL
+        # is durable and checkpoints itself past wal_autocheckpoint). Saves ~15-25 ms per LLM call.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     return run_app(argv)
 
 

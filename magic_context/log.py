@@ -7,7 +7,6 @@ Everything written passes through `redact()`.
 from __future__ import annotations
 
 import os
-import re
 import time
 from pathlib import Path
 from typing import Final
@@ -17,13 +16,23 @@ from magic_context import paths
 MAX_LOG_BYTES: Final = 32 * 1024 * 1024
 _SECRET_ENV_MARKERS: Final = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 _MIN_SECRET_LEN: Final = 6
-_PATTERNS: Final = (
-    re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._\-~+/=]{8,}"),
-    re.compile(r"(?i)\b(x-api-key|api[_-]?key|authorization|access[_-]?token|password|secret)(\"?\s*[:=]\s*\"?)([^\s\"',;]{6,})"),
-    re.compile(r"\b(?:ghp|gho|ghu|ghs|github_pat|xox[abpr])_[A-Za-z0-9_]{16,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+_PATTERN_SOURCES: Final = (
+    r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}",
+    r"(?i)\bbearer\s+[A-Za-z0-9._\-~+/=]{8,}",
+    r"(?i)\b(x-api-key|api[_-]?key|authorization|access[_-]?token|password|secret)(\"?\s*[:=]\s*\"?)([^\s\"',;]{6,})",
+    r"\b(?:ghp|gho|ghu|ghs|github_pat|xox[abpr])_[A-Za-z0-9_]{16,}",
+    r"\bAKIA[0-9A-Z]{16}\b",
 )
+_compiled: list = []
+
+
+def _patterns() -> list:
+    """Compiled lazily: most hook processes never log, and `re` compilation is not free."""
+    if not _compiled:
+        import re
+
+        _compiled.extend(re.compile(source) for source in _PATTERN_SOURCES)
+    return _compiled
 REDACTED: Final = "[REDACTED]"
 
 
@@ -41,7 +50,7 @@ def redact(text: str) -> str:
     """Replace API keys, bearer tokens and values of secret-named env vars with `[REDACTED]`."""
     for value in _secret_env_values():
         text = text.replace(value, REDACTED)
-    for pattern in _PATTERNS:
+    for pattern in _patterns():
         if pattern.groups >= 3:
             text = pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
         else:

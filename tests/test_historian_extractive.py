@@ -8,7 +8,7 @@ import itertools
 from historian_helpers import GOLDEN_EXTRACTIVE, NOW, PI_LARGE, PiBuilder, compartments, golden_markdown, load_pi
 
 from magic_context import tokens
-from magic_context.history import chunk, extractive, wrapup
+from magic_context.history import chunk, extractive, wording, wrapup
 from magic_context.history.validate import validate_historian_output
 from magic_context.store.db import open_db
 from magic_context.store.raw import message_tokens
@@ -116,7 +116,7 @@ def test_extractive_output_validates_and_covers_the_chunk() -> None:
 
 
 def test_find_rules_only_plain_rules() -> None:
-    rules = extractive.find_rules
+    rules = wording.find_rules
     assert rules("never use tabs in yaml files") == ["Never use tabs in yaml files."]
     assert rules("ok, use uv for python packaging. thanks") == ["Use uv for python packaging."]
     assert rules("my dude, invalid themes must NEVER explode") == ["Invalid themes must NEVER explode."]

@@ -260,10 +260,10 @@ def test_reduce_queues_and_the_next_bust_applies(mc) -> None:
     assert protected.returncode == 2 and b"protected" in protected.stderr
     ok = mc("reduce", "--session", "s1", "2-4", "--json")
     assert ok.returncode == 0 and json.loads(ok.stdout)["data"]["queued"] == [2, 3, 4]
-    defer, out = run(mc, doc, "--report")
+    _defer, out = run(mc, doc, "--report")
     assert "[dropped §2§]" not in dumps(out)  # a defer pass never applies a drop
     busting = dict(doc, now=NOW + 3_600_000)  # cache TTL expired: this pass busts anyway
-    bust, out = run(mc, busting, "--report")
+    _bust, out = run(mc, busting, "--report")
     text = dumps(out)
     assert "[dropped §2§]" in text and "[truncated §3§]" in text and "[dropped §4§]" in text
     again = mc("reduce", "--session", "s1", "2")
@@ -276,12 +276,12 @@ def test_ctx_reduce_unavailable_means_no_tags(mc) -> None:
     assert "§" not in dumps(out["messages"])
     assert "ctx_reduce tool" not in out["system"]
     doc = envelope(PI_ARRAY, harness="pi", tools=[{"name": "mcp__magic-context__ctx_reduce"}], session_id="s2")
-    result, out = run(mc, doc)
+    _result, out = run(mc, doc)
     assert "§1§" in dumps(out["messages"])
 
 
 def test_subagent_gets_tags_but_no_head(mc) -> None:
-    result, out = run(mc, envelope(PI_ARRAY, harness="pi", agent="subagent"))
+    _result, out = run(mc, envelope(PI_ARRAY, harness="pi", agent="subagent"))
     text = dumps(out["messages"])
     assert "§1§" in text and "<session-history>" not in text
 
@@ -290,7 +290,7 @@ def test_compaction_off_keeps_knowledge_only(mc, isolated_dirs) -> None:
     config = isolated_dirs["config"]
     config.mkdir(parents=True, exist_ok=True)
     (config / "config.toml").write_text("[compaction]\nenabled = false\n")
-    result, out = run(mc, envelope(PI_ARRAY, harness="pi"))
+    _result, out = run(mc, envelope(PI_ARRAY, harness="pi"))
     text = dumps(out["messages"])
     assert "§" not in text and "<session-history>" not in text
 

@@ -45,7 +45,7 @@ def _conversation() -> list[m.Message]:
 def test_tags_are_assigned_in_order_and_reused() -> None:
     messages = _conversation()
     known: dict = {}
-    sites, new, counter = tagger.assign(messages, known, 0, len)
+    sites, _new, counter = tagger.assign(messages, known, 0, len)
     assert [s.tag.number for s in sites] == [1, 2, 3, 4, 5]
     assert [s.tag.kind for s in sites] == ["text", "text", "tool", "text", "media"]
     assert messages[1].blocks[1].text == "Reading it."  # the model's echo was stripped
@@ -174,7 +174,7 @@ def test_nudge_channels() -> None:
     state: dict = {}
     quiet = nudges.measure(_sites([1000] * 10), protected_from=100)
     assert nudges.decide(quiet, state, quiet=False) is None  # T < 60k
-    sites = _sites([3000] * 30) + [tagger.Site(tagger.Tag(99, "t", "text", "u"), 0, None, m.USER)]
+    sites = [*_sites([3000] * 30), tagger.Site(tagger.Tag(99, "t", "text", "u"), 0, None, m.USER)]
     sites[-1].tag.tokens = 60_000
     meas = nudges.measure(sites, protected_from=25)
     text = nudges.decide(meas, state, quiet=False)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from magic_context import paths
+from magic_context.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ConfigWarning:
     """One config problem: the file, the dotted key (or "" for the whole file) and why it was ignored."""
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from magic_context import paths
 from magic_context.config.files import ConfigWarning, deep_merge, get_path, project_config_path, read_toml
 from magic_context.config.trust import enforce_raise_only, strip_untrusted
+from magic_context.records import Factory, record
 
 _DURATION: Final = re.compile(r"^(?:never|\d+(?:\.\d+)?(?:ms|s|m|h|d))$")
 _UNITS_MS: Final = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -85,12 +85,12 @@ HOT_KEYS: Final[dict[str, tuple[Any, Validator]]] = {
 }
 
 
-@dataclass
+@record
 class HotConfig:
     """Effective values of the hot keys plus the warnings met while reading them."""
 
     values: dict[str, Any]
-    warnings: list[ConfigWarning] = field(default_factory=list)
+    warnings: list[ConfigWarning] = Factory(list)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]

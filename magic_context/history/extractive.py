@@ -14,6 +14,8 @@ From the chunk's digests (`chunk.Digest`):
 * facts only where a person states a rule plainly ("always …", "never …", "don't …", "use X for Y",
   "X must never …").
 
+Sentence-level wording (a request's gist, closing words, stated rules) lives in `wording`.
+
 Design: it emits the SAME `<output>` XML an LLM historian emits, so parsing, validation and publishing
 are shared. `ExtractiveProvider` satisfies the `llm` Provider protocol but is built around the
 structured chunk by a factory (`runner` passes `lambda: ExtractiveProvider(chunk)` to `build_chain`)
@@ -29,7 +31,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from magic_context.history import boundary
+from magic_context.history import boundary, wording
 from magic_context.history.chunk import Chunk, Digest, clip, one_line
 from magic_context.llm.base import Completion
 from magic_context.wire import model as m
@@ -44,31 +46,8 @@ CONCLUSION_CHARS = 260
 MAX_COMMANDS = 6
 MAX_ERRORS = 3
 
-_FILLER = re.compile(r"^(?:(?:ok(?:ay)?|alright|so|hm+|yeah|yes|well|now|please|dude|my dude|omfg|wtf|actually|"
-                     r"great|good|cool|nice|also|and|then|no|wait|i think|i believe|i guess|i suppose)[,.!]?\s+)+",
-                     re.IGNORECASE)
-_PROFANE = re.compile(r"(?i)\b(?:fuck\w*|shit\w*|damn\w*|crap\w*|wtf|omfg|stupid|idiot\w*|bloody|goddamn)\b")
-_INTENSIFIER = re.compile(r"(?i)\b(?:fucking hell|fucking|fuckin|fuckoing|freaking|damn|bloody|goddamn|omfg|wtf)"
-                          r"\b[,!]?\s*")
-_TRIVIAL = {"continue", "go on", "go", "ok", "okay", "yes", "no", "y", "n", "sleep", "thanks", "thank you", "next"}
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_CLAUSE = re.compile(r",\s+|;\s+|\s+-\s+")
-_RULE_START = re.compile(r"^(?:please\s+)?(?:always|never|don'?t|do not|must not)\b", re.IGNORECASE)
-_RULE_MODAL = re.compile(r"\b(?:must|should|shall)\s+(?:always|never|not)\b", re.IGNORECASE)
-_USE_FOR = re.compile(r"^(?:please\s+)?(?:always\s+)?use\s+\S.{0,80}?\s+(?:for|instead of)\s+\S", re.IGNORECASE)
-_PRONOUN_START = re.compile(r"^(?:that|this|it|which|there|you|we)\b", re.IGNORECASE)
-_CHEER = re.compile(r"^(?:(?:perfect|great|excellent|good|done|ok(?:ay)?|nice|awesome|alright|all set|oops|"
-                    r"got it|aha|fixed)(?: news)?(?:[!.,]\s*|$))+", re.IGNORECASE)
-_LEAD_IN = re.compile(r"(?i)^(?:now\s+)?(?:let me|let's|i'll|i will|here's|here is|now i|so)\b")
-_GOAL = re.compile(r"(?i)\b(?:need to|needs to|should|must|port|fix|add|create|implement|make|write|remove|change|"
-                   r"update|refactor|use|support|rename|release|adjust|modify)\b")
-_PREPARE = re.compile(r"(?i)^(?:read|look|check|see|show|open|investigate|find|tell me|explain)\b")
-_PASTED = re.compile(r"➜|git:\(|^\$ |^\+\d+ |^[-+] |^\s*at \S+ \(")
-_IMAGE_PATH = re.compile(r"'(/[^']*\.(?:png|jpe?g|gif|webp))'|(?<!\S)/\S+\.(?:png|jpe?g|gif|webp)\b",
-                         re.IGNORECASE)
 _INSPECT_COMMAND = re.compile(r"^(?:grep|rg|find|ls|cat|head|tail|wc|sed -n|awk|tree|file|stat|which|git "
                               r"(?:status|diff|log|show))\b")
-_MARKDOWN = re.compile(r"\*\*|__|^#+\s*|^\s*[-*]\s+", re.MULTILINE)
 _TRIVIAL_COMMAND = re.compile(r"^(?:sleep|date|pwd|echo|true|clear|whoami)\b")
 _DOC_EXT = (".md", ".mdx", ".rst", ".txt", ".adoc")
 _INFRA_HINT = re.compile(r"(?i)(?:\bnpm (?:install|ci)\b|\bpip install\b|\bdocker|makefile|\.github/|\bworkflows?\b|"
@@ -105,7 +84,7 @@ def episodes(digests: Sequence[Digest]) -> list[list[Digest]]:
     episode before them); a leading run without a prompt is its own episode."""
     out: list[list[Digest]] = []
     for d in digests:
-        if not out or (d.prompt and not _trivial(d.text)):
+        if not out or (d.prompt and not wording.trivial(d.text)):
             out.append([d])
         else:
             out[-1].append(d)
@@ -149,71 +128,9 @@ def group(digests: Sequence[Digest], spans: Sequence[boundary.Span], target: int
     return groups
 
 
-def _plain(text: str) -> str:
-    return " ".join(_MARKDOWN.sub("", text).split())
-
-
-def _trivial(text: str) -> bool:
-    words = _FILLER.sub("", text.strip()).strip(" .!?,").lower()
-    return not words or words in _TRIVIAL or text.strip().startswith("/") or len(words.split()) < 2
-
-
-def _sentence_score(sentence: str) -> int:
-    """How well a sentence names the work: goals up, preparation, questions and profanity down."""
-    score = 2 if _GOAL.search(sentence) else 0
-    score -= 2 if _PREPARE.match(sentence) else 0
-    score -= 1 if sentence.rstrip().endswith("?") else 0
-    score -= 3 if _PROFANE.search(sentence) else 0
-    score -= 2 if sentence.lower().startswith("if ") else 0
-    score -= 3 if _PASTED.search(sentence) else 0
-    return score
-
-
-def gist(text: str, limit: int = 80) -> str:
-    """The sentence of a request that best names the work, without filler, capitalized, within `limit`.
-
-    Long sentences keep their leading clauses up to the limit (so a file named in the second clause
-    survives); screenshots become `[image]`.
-    """
-    text = _IMAGE_PATH.sub("[image]", text)
-    sentences = [_FILLER.sub("", " ".join(x.split())).strip() for x in _SENTENCE.split(text)]
-    sentences = [x for x in sentences if x and not _trivial(x)] or [_FILLER.sub("", " ".join(text.split()))]
-    best = max(sentences, key=_sentence_score)  # max keeps the first of equals
-    best = _INTENSIFIER.sub("", best).strip()
-    if len(best) > limit:
-        clauses = _CLAUSE.split(best)
-        kept = clauses[0]
-        for clause in clauses[1:]:
-            if len(kept) + 2 + len(clause) > limit:
-                break
-            kept += ", " + clause
-        best = kept if len(kept) >= 20 else best
-    best = clip(best.rstrip(" .,;:"), limit)
-    return best[:1].upper() + best[1:]
-
-
-def _tidy(text: str) -> str:
-    """Assistant prose on one line: no headings, no lead-in lines ("Summary:", "Let me …:"), no cheering."""
-    kept = []
-    for raw_line in text.splitlines():
-        line = _plain(raw_line)
-        if not line or raw_line.lstrip().startswith(("#", "```")) \
-                or (line.endswith(":") and len(line.split()) < 12):
-            continue
-        kept.append(line)
-    return _CHEER.sub("", " ".join(kept)).strip()
-
-
-def _first_sentence(text: str, limit: int = 160) -> str:
-    """The first sentence that says something (not a lead-in like "Let me …" or "Here's what I did")."""
-    pieces = [x.strip() for x in re.split(r"(?<=[.!?])\s+|:\s+(?=[A-Z0-9`])", text) if x.strip()]
-    good = [x for x in pieces if len(x.split()) >= 4 and not _LEAD_IN.match(x)]
-    return clip(good[0] if good else (pieces[0] if pieces else ""), limit)
-
-
 def _conclusion(episode: Sequence[Digest]) -> str:
     """The assistant's closing words: its last substantial text that is not an announced next step."""
-    texts = [t for t in (_tidy(d.text) for d in episode if d.role == m.ASSISTANT and d.text) if t]
+    texts = [t for t in (wording.tidy(d.text) for d in episode if d.role == m.ASSISTANT and d.text) if t]
     if not texts:
         return ""
     best = next((t for t in reversed(texts) if len(t) >= 30 and not t.endswith(":")),
@@ -299,7 +216,7 @@ def _episode_line(episode: Sequence[Digest]) -> str:
     head = episode[0]
     pieces = []
     if head.prompt:
-        pieces.append(f'U: "{clip(" ".join(_IMAGE_PATH.sub("[image]", head.text).split()), PROMPT_CHARS)}"')
+        pieces.append(f'U: "{clip(" ".join(wording.strip_images(head.text).split()), PROMPT_CHARS)}"')
     work = _Work.of(episode).sentence()
     notes = [n for d in episode for n in ([d.note] if d.note else [])]
     if notes:
@@ -343,18 +260,18 @@ def _importance(work: _Work, rules: int, substantive: bool) -> int:
 def _title(episodes_: Sequence[list[Digest]], digests: Sequence[Digest], work: _Work) -> tuple[str | None, str]:
     """(the first request that led to work, the title). The title is that request's gist; when a later
     request led to at least twice as much work, both gists joined by an arrow."""
-    asks = [(_Work.of(ep).score(), ep[0].text) for ep in episodes_ if ep[0].prompt and not _trivial(ep[0].text)]
+    asks = [(_Work.of(ep).score(), ep[0].text) for ep in episodes_ if ep[0].prompt and not wording.trivial(ep[0].text)]
     if asks:
         first_score, first = next(((sc, t) for sc, t in asks if sc > 0), asks[0])
         best_score, best = max(asks, key=lambda a: a[0])
         if best != first and best_score >= 2 * max(1, first_score):
-            return first, clip(f"{gist(first, 50)} → {gist(best, 50)}", 100)
-        return first, gist(first)
+            return first, clip(f"{wording.gist(first, 50)} → {wording.gist(best, 50)}", 100)
+        return first, wording.gist(first)
     top = [p for p, _ in work.edits.most_common(2)]
     if top:
         return None, "Continued: edits to " + ", ".join(p.rsplit("/", 1)[-1] for p in top)
     text = next((d.text for d in digests if d.role == m.ASSISTANT and d.text), "")
-    return None, gist(_tidy(text)) if text else "Tool activity"
+    return None, wording.gist(wording.tidy(text)) if text else "Tool activity"
 
 
 def _follow_ups(episodes_: Sequence[list[Digest]], first: str, count: int) -> str:
@@ -362,9 +279,9 @@ def _follow_ups(episodes_: Sequence[list[Digest]], first: str, count: int) -> st
     if count <= 0:
         return ""
     asks = [(i, _Work.of(ep).score(), ep[0].text) for i, ep in enumerate(episodes_)
-            if ep[0].prompt and ep[0].text != first and not _trivial(ep[0].text)]
+            if ep[0].prompt and ep[0].text != first and not wording.trivial(ep[0].text)]
     named = sorted(sorted(asks, key=lambda a: -a[1])[:3])
-    names = "; ".join(gist(text, 50) for _, _, text in named)
+    names = "; ".join(wording.gist(text, 50) for _, _, text in named)
     return f" (+{count} follow-up{'s' if count > 1 else ''}" + (f": {names})" if names else ")")
 
 
@@ -380,7 +297,7 @@ def summarize(episodes_: Sequence[list[Digest]], rules: int = 0) -> Draft:
     conclusion = next((c for c in (_conclusion(ep) for ep in reversed(episodes_)) if c), "")
     p2_parts = []
     if first_ask:
-        p2_parts.append(f'U: "{clip(" ".join(_IMAGE_PATH.sub("[image]", first_ask).split()), 160)}"'
+        p2_parts.append(f'U: "{clip(" ".join(wording.strip_images(first_ask).split()), 160)}"'
                         + _follow_ups(episodes_, first_ask, len(prompts) - 1))
     if work.edits:
         p2_parts.append("Edited " + ", ".join(list(work.edits)[:8]) + (" …" if len(work.edits) > 8 else ""))
@@ -389,7 +306,7 @@ def summarize(episodes_: Sequence[list[Digest]], rules: int = 0) -> Draft:
     if work.commits:
         p2_parts.append("Commits " + " ".join(work.commits))
     if conclusion:
-        p2_parts.append("Outcome: " + _first_sentence(conclusion))
+        p2_parts.append("Outcome: " + wording.first_sentence(conclusion))
     p2 = ". ".join(p2_parts) or p1
     outcome = (f"edited {len(work.edits)} file{'s' if len(work.edits) != 1 else ''} ("
                + ", ".join(p.rsplit("/", 1)[-1] for p in top) + ")") if work.edits else \
@@ -397,34 +314,10 @@ def summarize(episodes_: Sequence[list[Digest]], rules: int = 0) -> Draft:
     p3 = f"{title}: {outcome}" + (f"; committed {' '.join(work.commits)}" if work.commits else "") + "."
     last = _conclusion(episodes_[-1]) if len(episodes_) > 1 else ""
     if last:
-        p3 += f" Ended: {_first_sentence(last, 140)}"
+        p3 += f" Ended: {wording.first_sentence(last, 140)}"
     p4 = " · ".join([*work.commits, *top]) if (work.commits or top) else ""
     return Draft(digests[0].ordinal, digests[-1].ordinal, title, p1, p2, p3, p4,
                  _importance(work, rules, bool(prompts)), _types(" ".join(prompts), work))
-
-
-def find_rules(text: str) -> list[str]:
-    """Sentences (or clauses) in which a person states a rule plainly."""
-    rules = []
-    for piece in _SENTENCE.split(text):
-        sentence = " ".join(piece.split()).strip()
-        if not sentence or "?" in sentence or len(sentence) > 220:
-            continue
-        candidate = None
-        body = _FILLER.sub("", sentence)
-        if _RULE_START.match(body) or _USE_FOR.match(body):
-            candidate = body
-        elif _RULE_MODAL.search(body):
-            clause = next((c for c in _CLAUSE.split(body) if _RULE_MODAL.search(c)), body)
-            modal = _RULE_MODAL.search(clause)
-            head = clause[: modal.start()] if modal else clause
-            if " that " in head and len(clause[head.rindex(" that ") + 6:].split()) >= 5:
-                clause = clause[head.rindex(" that ") + 6:]
-            candidate = None if _PRONOUN_START.match(clause) else clause
-        if candidate and len(candidate.split()) >= 3:
-            candidate = candidate.rstrip(" .!,;")
-            rules.append(candidate[:1].upper() + candidate[1:] + ".")
-    return rules
 
 
 def _escape(text: str, attr: bool = False) -> str:
@@ -458,7 +351,7 @@ def extractive_output(chunk: Chunk, spans: Sequence[boundary.Span] | None = None
     spans = chunk.arcs if spans is None else spans
     drafts, facts = [], []
     for episodes_ in group(chunk.digests, spans, target):
-        rules = [r for ep in episodes_ for d in ep if d.prompt for r in find_rules(d.text)]
+        rules = [r for ep in episodes_ for d in ep if d.prompt for r in wording.find_rules(d.text)]
         facts += [("PROJECT_RULES", r) for r in rules if ("PROJECT_RULES", r) not in facts]
         drafts.append(summarize(episodes_, len(rules)))
     return render_output(drafts, facts, chunk.start, chunk.end)
@@ -489,8 +382,6 @@ __all__ = [
     "ExtractiveProvider",
     "episodes",
     "extractive_output",
-    "find_rules",
-    "gist",
     "group",
     "render_output",
     "summarize",

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from magic_context.history import decay
+from magic_context.records import record
 
 Estimator = Callable[[str], int]
 
@@ -32,7 +32,7 @@ _HEADING_LINE = re.compile(r"^## ", re.MULTILINE)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class CompartmentRow:
     """One `compartments` row as the renderer needs it (times in epoch ms, UTC).
 
@@ -77,7 +77,7 @@ class CompartmentRow:
         return bool(self.p1)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class HistoryRender:
     """The decayed `<session-history>` body plus how it was chosen (for `mc status` and reports)."""
 

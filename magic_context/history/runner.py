@@ -19,20 +19,21 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magic_context.errors import MCError
-from magic_context.history import boundary, chunk, extractive, prompt, publish, trigger
-from magic_context.history.validate import validate_historian_output
-from magic_context.llm.chain import Attempt, ChainExhausted, build_chain, complete_with_chain
+from magic_context.history import boundary, chunk, publish, trigger
 from magic_context.store import raw as raw_store
+
+if TYPE_CHECKING:
+    from magic_context.history.extractive import ExtractiveProvider
+    from magic_context.llm.chain import Attempt
 
 HISTORIAN_ENV = "MAGIC_CONTEXT_HISTORIAN"
 LEASE_ENV = "MAGIC_CONTEXT_HISTORIAN_LEASE"
@@ -124,6 +125,8 @@ def launch_background(conn: sqlite3.Connection, session_pk: int, *, session_id: 
     inside the pass's open transaction (savepoints); the child waits for the pass to commit, then adopts
     the lease through `MAGIC_CONTEXT_HISTORIAN_LEASE`.
     """
+    import subprocess
+
     token = f"bg:{uuid.uuid4().hex[:12]}"
     if not acquire_lease(conn, session_pk, token, now_ms, timeout_ms):
         return False
@@ -236,7 +239,10 @@ def _estimate(text: str) -> int:
 def make_chain(config: Any, provider: Any, the_chunk: chunk.Chunk) -> list[Any]:
     """The provider chain for this run: `provider` (a name or a Provider) else the configured chain; the
     extractive historian for this chunk is always the last entry."""
-    def factory() -> extractive.ExtractiveProvider:
+    from magic_context.history import extractive
+    from magic_context.llm.chain import build_chain
+
+    def factory() -> ExtractiveProvider:
         return extractive.ExtractiveProvider(the_chunk)
 
     if provider is not None and not isinstance(provider, str):
@@ -316,6 +322,10 @@ def _run(conn: sqlite3.Connection, session_pk: int, *, provider: Any, keep: int 
 
 def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, config: Any, *, provider: Any,
              keep: int | None, emergency: bool, now: int, holder: str) -> RunResult:
+    from magic_context.history import prompt
+    from magic_context.history.validate import validate_historian_output
+    from magic_context.llm.chain import ChainExhausted, complete_with_chain
+
     limit = session.context_limit or DEFAULT_CONTEXT_LIMIT
     threshold = _threshold(config, session.model_key)
     if keep is None and not emergency:

@@ -45,9 +45,9 @@ import json
 import sqlite3
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
+from magic_context.records import Factory, record
 from magic_context.store.db import classify
 from magic_context.store.sessions import ensure_session
 from magic_context.wire import model as m
@@ -78,7 +78,7 @@ Live = list[tuple[int, str, str, int]]  # (ordinal, message_id, content_hash, to
 _LIVE: Final = "FROM raw_messages WHERE session_pk = ? AND superseded_at IS NULL"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class StoredMessage:
     """One live raw row, decoded."""
 
@@ -90,7 +90,7 @@ class StoredMessage:
     created_at: int
 
 
-@dataclass(slots=True)
+@record
 class SyncResult:
     """What one `sync` did. `divergences` lists the (reason, at_ordinal) rows recorded by this call."""
 
@@ -99,21 +99,21 @@ class SyncResult:
     superseded: int = 0
     appended: int = 0  # messages given a new ordinal at the end
     replaced: int = 0  # messages that took over the ordinal of a superseded row
-    divergences: list[tuple[str, int]] = field(default_factory=list)
+    divergences: list[tuple[str, int]] = Factory(list)
     view_start: int | None = None  # smallest ordinal in the input
     head_dropped: bool = False  # the input starts above the oldest live row
     last_ordinal: int | None = None
-    tokens: list[int] = field(default_factory=list)  # per input message, when `estimate` was given
+    tokens: list[int] = Factory(list)  # per input message, when `estimate` was given
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class _Input:
     messages: Sequence[Message]
     keys: list[str]  # storage ids: the message id, `#n`-suffixed when it repeats
     hashes: list[str]
 
 
-@dataclass(slots=True)
+@record
 class _Plan:
     ordinals: list[int]
     inserts: list[int]  # input indexes to insert, at ordinals[i]

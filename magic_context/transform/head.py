@@ -9,12 +9,12 @@ pass re-renders m[1] only; a HARD fold re-renders m[0] and resets m[1].
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from magic_context import paths
 from magic_context.history import render
+from magic_context.records import record
 from magic_context.wire import model as m
 
 DOC_FILES: Final = ("ARCHITECTURE.md", "STRUCTURE.md")
@@ -24,7 +24,7 @@ M1_ID: Final = "msg_0000000000mc_m1"
 M1_BACKSTOP_SHARE: Final = 0.20
 
 
-@dataclass
+@record
 class HeadContext:
     """What rendering the head needs for one session."""
 
@@ -37,7 +37,7 @@ class HeadContext:
     include_history: bool
     include_memory: bool
     include_docs: bool
-    estimate: render.Estimator = field(default=render.estimate_tokens)
+    estimate: render.Estimator = render.estimate_tokens
 
 
 def _docs(project_dir: Path) -> str:

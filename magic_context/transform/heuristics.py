@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Final
 
+from magic_context.records import record
 from magic_context.transform.tagger import Site
 from magic_context.transform.tags import KIND_TOOL, MODE_EDIT_MARKER, MODE_REMOVED
 from magic_context.wire import model as m
@@ -25,7 +25,7 @@ META_TOOLS: Final = frozenset({"bash_status", "bash_kill"})
 REASONING_REMOVABLE: Final = frozenset({m.ANTHROPIC, m.OPENCODE, m.PI})
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Drop:
     site: Site
     mode: str

@@ -7,9 +7,9 @@ pass, so it never moves bytes that were already sent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final
 
+from magic_context.records import record
 from magic_context.transform.tagger import Site
 from magic_context.transform.tags import KIND_TOOL
 from magic_context.wire import model as m
@@ -23,7 +23,7 @@ CHANNEL2_SHARE: Final = 0.75
 MAX_ANCHORS: Final = 64
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Measure:
     tail: int
     reclaimable: int

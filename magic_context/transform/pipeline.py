@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from magic_context import project as project_identity
@@ -15,6 +14,7 @@ from magic_context import tokens
 from magic_context.config.hot import HotConfig, duration_ms, load_hot
 from magic_context.errors import ContextEmergency, StorageBusy
 from magic_context.history import render as history_render
+from magic_context.records import Factory, record
 from magic_context.store import db as store_db
 from magic_context.store import raw as raw_store
 from magic_context.transform import (
@@ -39,11 +39,11 @@ MAX_REPORTS_PER_SESSION = 200
 TAG_PREFIX_TOKENS = 3
 
 
-@dataclass
+@record
 class PassResult:
     document: Any
     report: dict[str, Any]
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = Factory(list)
 
 
 def _estimate(text: str) -> int:

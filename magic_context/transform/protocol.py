@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from magic_context.errors import BadInput
+from magic_context.records import record
 from magic_context.wire import anthropic, detect, openai, opencode, pi
 from magic_context.wire import model as m
 
@@ -42,7 +42,7 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
 CODECS: Final = {m.OPENCODE: opencode, m.PI: pi, m.ANTHROPIC: anthropic, m.OPENAI: openai}
 
 
-@dataclass
+@record
 class PassInput:
     """Everything a pass needs from the input document and the flags."""
 

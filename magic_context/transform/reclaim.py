@@ -8,9 +8,9 @@ boundary). The newest `protected_tags` are spared unless the pass is in the ≥9
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
+from magic_context.records import record
 from magic_context.transform.drops import PREVIEW_CHARS, default_mode
 from magic_context.transform.heuristics import Drop
 from magic_context.transform.tagger import Site
@@ -23,7 +23,7 @@ PLACEHOLDER_TOKENS: Final = 8
 PREVIEW_TOKENS: Final = PREVIEW_CHARS // 3 + 8
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ReclaimPlan:
     drops: list[Drop]
     reclaimed_tokens: int

@@ -8,8 +8,9 @@ envelope or flag, then config, then a built-in table of common models.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Final
+
+from magic_context.records import record
 
 MIN_PLAUSIBLE_LIMIT: Final = 1024
 DEFAULT_LIMIT: Final = 200_000
@@ -41,7 +42,7 @@ def builtin_limit(model_id: str | None) -> int | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Limit:
     tokens: int
     source: str  # "input" (envelope/flag: provider-proven), "config", "builtin", "default"
@@ -63,7 +64,7 @@ def resolve_limit(given: int | None, model_id: str | None, configured: int | Non
     return Limit(DEFAULT_LIMIT, "default")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Decision:
     """The scheduler's verdict for one pass."""
 

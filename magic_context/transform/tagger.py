@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Final
 
+from magic_context.records import Factory, record
 from magic_context.transform.tags import KIND_MEDIA, KIND_TEXT, KIND_TOOL, Tag
 from magic_context.wire import arcs
 from magic_context.wire import model as m
@@ -31,7 +31,7 @@ def prefix(number: int) -> str:
     return f"§{number}§ "
 
 
-@dataclass(slots=True)
+@record
 class Site:
     """Where a tag lives in this pass's canonical messages.
 
@@ -44,7 +44,7 @@ class Site:
     block: m.Block | None
     role: str
     call: tuple[int, m.Block] | None = None
-    results: list[tuple[int, m.Block]] = field(default_factory=list)
+    results: list[tuple[int, m.Block]] = Factory(list)
 
     @property
     def text(self) -> str:

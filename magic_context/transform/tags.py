@@ -8,8 +8,9 @@ per assistant turn.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
 from typing import Final
+
+from magic_context.records import record
 
 KIND_TEXT: Final = "text"
 KIND_TOOL: Final = "tool"
@@ -31,7 +32,7 @@ def placeholder(number: int) -> str:
     return f"[dropped §{number}§]"
 
 
-@dataclass(slots=True)
+@record
 class Tag:
     number: int
     part_key: str
@@ -44,7 +45,7 @@ class Tag:
     tool_name: str | None = None
     input_tokens: int = 0  # tool tags: the call's arguments (what removing the call saves besides the output)
     new: bool = False
-    role: str = field(default="", compare=False)
+    role: str = ""
 
     @property
     def dropped(self) -> bool:

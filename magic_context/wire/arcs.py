@@ -15,8 +15,8 @@ simply several arcs whose calls share a message.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
+from magic_context.records import Factory, record
 from magic_context.wire.model import (
     ANTHROPIC,
     ASSISTANT,
@@ -37,7 +37,7 @@ from magic_context.wire.model import (
 Position = tuple[int, int]  # (message index, block index)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Arc:
     """A tool call and the results answering it.
 
@@ -73,12 +73,12 @@ class Arc:
         return frozenset(mi for mi, _ in self.positions)
 
 
-@dataclass(slots=True)
+@record
 class _Draft:
     tool_id: str | None
     call: Position | None
     name: str | None
-    results: list[Position] = field(default_factory=list)
+    results: list[Position] = Factory(list)
 
 
 def find_arcs(messages: list[Message]) -> list[Arc]:
@@ -131,7 +131,7 @@ def arcs_touching(arcs: Iterable[Arc], message_index: int) -> list[Arc]:
     return [a for a in arcs if message_index in a.messages]
 
 
-@dataclass(slots=True)
+@record
 class Removal:
     """What `remove_arcs` took out."""
 

@@ -1,4 +1,4 @@
-"""The canonical message model every stage of mc reads and writes (plain dataclasses: hot path).
+"""The canonical message model every stage of mc reads and writes (plain slotted records: hot path).
 
 A codec decodes a harness's JSON into `Conversation` / `Message` / `Block` and keeps a
 reference to the original JSON object in `raw`. Encoding edits those original objects in
@@ -16,8 +16,9 @@ Editing rules every codec honours when encoding:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Final
+
+from magic_context.records import Factory, record
 
 # Block kinds.
 TEXT: Final = "text"
@@ -49,7 +50,7 @@ COMPACTION_SUMMARY: Final = "summary"
 BRANCH_SUMMARY: Final = "branch_summary"  # Pi branchSummary
 
 
-@dataclass(slots=True)
+@record
 class Usage:
     """Provider-reported token usage of one response."""
 
@@ -64,7 +65,7 @@ class Usage:
         return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
 
 
-@dataclass(slots=True)
+@record
 class Block:
     """One part of a message.
 
@@ -99,7 +100,7 @@ class Block:
         return self.original is not None and self.text != self.original
 
 
-@dataclass(slots=True)
+@record
 class Message:
     """One message in harness order.
 
@@ -112,7 +113,7 @@ class Message:
 
     id: str
     role: str
-    blocks: list[Block] = field(default_factory=list)
+    blocks: list[Block] = Factory(list)
     ordinal: int = 0
     created_at: int | None = None
     completed_at: int | None = None
@@ -129,7 +130,7 @@ class Message:
         return "\n".join(b.text for b in self.blocks if b.kind == TEXT)
 
 
-@dataclass(slots=True)
+@record
 class Conversation:
     """A decoded request: messages plus what travels beside them.
 

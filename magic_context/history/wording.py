@@ -1,0 +1,130 @@
+"""Sentence-level wording for the extractive historian: a request's gist, the assistant's closing words,
+and the rules a person states plainly. Deterministic regex heuristics, tuned on real sessions by reading
+the golden file (tests/golden/extractive_pi_large.md). Stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from magic_context.history.chunk import clip
+
+_FILLER = re.compile(r"^(?:(?:ok(?:ay)?|alright|so|hm+|yeah|yes|well|now|please|dude|my dude|omfg|wtf|actually|"
+                     r"great|good|cool|nice|also|and|then|no|wait|i think|i believe|i guess|i suppose)[,.!]?\s+)+",
+                     re.IGNORECASE)
+_PROFANE = re.compile(r"(?i)\b(?:fuck\w*|shit\w*|damn\w*|crap\w*|wtf|omfg|stupid|idiot\w*|bloody|goddamn)\b")
+_INTENSIFIER = re.compile(r"(?i)\b(?:fucking hell|fucking|fuckin|fuckoing|freaking|damn|bloody|goddamn|omfg|wtf)"
+                          r"\b[,!]?\s*")
+_TRIVIAL = {"continue", "go on", "go", "ok", "okay", "yes", "no", "y", "n", "sleep", "thanks", "thank you", "next"}
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_CLAUSE = re.compile(r",\s+|;\s+|\s+-\s+")
+_RULE_START = re.compile(r"^(?:please\s+)?(?:always|never|don'?t|do not|must not)\b", re.IGNORECASE)
+_RULE_MODAL = re.compile(r"\b(?:must|should|shall)\s+(?:always|never|not)\b", re.IGNORECASE)
+_USE_FOR = re.compile(r"^(?:please\s+)?(?:always\s+)?use\s+\S.{0,80}?\s+(?:for|instead of)\s+\S", re.IGNORECASE)
+_PRONOUN_START = re.compile(r"^(?:that|this|it|which|there|you|we)\b", re.IGNORECASE)
+_CHEER = re.compile(r"^(?:(?:perfect|great|excellent|good|done|ok(?:ay)?|nice|awesome|alright|all set|oops|"
+                    r"got it|aha|fixed)(?: news)?(?:[!.,]\s*|$))+", re.IGNORECASE)
+_LEAD_IN = re.compile(r"(?i)^(?:now\s+)?(?:let me|let's|i'll|i will|here's|here is|now i|so)\b")
+_GOAL = re.compile(r"(?i)\b(?:need to|needs to|should|must|port|fix|add|create|implement|make|write|remove|change|"
+                   r"update|refactor|use|support|rename|release|adjust|modify)\b")
+_PREPARE = re.compile(r"(?i)^(?:read|look|check|see|show|open|investigate|find|tell me|explain)\b")
+_PASTED = re.compile(r"➜|git:\(|^\$ |^\+\d+ |^[-+] |^\s*at \S+ \(")
+_IMAGE_PATH = re.compile(r"'(/[^']*\.(?:png|jpe?g|gif|webp))'|(?<!\S)/\S+\.(?:png|jpe?g|gif|webp)\b",
+                         re.IGNORECASE)
+_MARKDOWN = re.compile(r"\*\*|__|^#+\s*|^\s*[-*]\s+", re.MULTILINE)
+
+
+def plain(text: str) -> str:
+    """Text without markdown emphasis, headings or bullets, on one line."""
+    return " ".join(_MARKDOWN.sub("", text).split())
+
+
+def trivial(text: str) -> bool:
+    """A prompt that asks for nothing new: "continue", "ok", a slash command, one word."""
+    words = _FILLER.sub("", text.strip()).strip(" .!?,").lower()
+    return not words or words in _TRIVIAL or text.strip().startswith("/") or len(words.split()) < 2
+
+
+def sentence_score(sentence: str) -> int:
+    """How well a sentence names the work: goals up, preparation, questions and profanity down."""
+    score = 2 if _GOAL.search(sentence) else 0
+    score -= 2 if _PREPARE.match(sentence) else 0
+    score -= 1 if sentence.rstrip().endswith("?") else 0
+    score -= 3 if _PROFANE.search(sentence) else 0
+    score -= 2 if sentence.lower().startswith("if ") else 0
+    score -= 3 if _PASTED.search(sentence) else 0
+    return score
+
+
+def gist(text: str, limit: int = 80) -> str:
+    """The sentence of a request that best names the work, without filler, capitalized, within `limit`.
+
+    Long sentences keep their leading clauses up to the limit (so a file named in the second clause
+    survives); screenshots become `[image]`.
+    """
+    text = _IMAGE_PATH.sub("[image]", text)
+    sentences = [_FILLER.sub("", " ".join(x.split())).strip() for x in _SENTENCE.split(text)]
+    sentences = [x for x in sentences if x and not trivial(x)] or [_FILLER.sub("", " ".join(text.split()))]
+    best = max(sentences, key=sentence_score)  # max keeps the first of equals
+    best = _INTENSIFIER.sub("", best).strip()
+    if len(best) > limit:
+        clauses = _CLAUSE.split(best)
+        kept = clauses[0]
+        for clause in clauses[1:]:
+            if len(kept) + 2 + len(clause) > limit:
+                break
+            kept += ", " + clause
+        best = kept if len(kept) >= 20 else best
+    best = clip(best.rstrip(" .,;:"), limit)
+    return best[:1].upper() + best[1:]
+
+
+def tidy(text: str) -> str:
+    """Assistant prose on one line: no headings, no lead-in lines ("Summary:", "Let me …:"), no cheering."""
+    kept = []
+    for raw_line in text.splitlines():
+        line = plain(raw_line)
+        if not line or raw_line.lstrip().startswith(("#", "```")) \
+                or (line.endswith(":") and len(line.split()) < 12):
+            continue
+        kept.append(line)
+    return _CHEER.sub("", " ".join(kept)).strip()
+
+
+def first_sentence(text: str, limit: int = 160) -> str:
+    """The first sentence that says something (not a lead-in like "Let me …" or "Here's what I did")."""
+    pieces = [x.strip() for x in re.split(r"(?<=[.!?])\s+|:\s+(?=[A-Z0-9`])", text) if x.strip()]
+    good = [x for x in pieces if len(x.split()) >= 4 and not _LEAD_IN.match(x)]
+    return clip(good[0] if good else (pieces[0] if pieces else ""), limit)
+
+
+def find_rules(text: str) -> list[str]:
+    """Sentences (or clauses) in which a person states a rule plainly."""
+    rules = []
+    for piece in _SENTENCE.split(text):
+        sentence = " ".join(piece.split()).strip()
+        if not sentence or "?" in sentence or len(sentence) > 220:
+            continue
+        candidate = None
+        body = _FILLER.sub("", sentence)
+        if _RULE_START.match(body) or _USE_FOR.match(body):
+            candidate = body
+        elif _RULE_MODAL.search(body):
+            clause = next((c for c in _CLAUSE.split(body) if _RULE_MODAL.search(c)), body)
+            modal = _RULE_MODAL.search(clause)
+            head = clause[: modal.start()] if modal else clause
+            if " that " in head and len(clause[head.rindex(" that ") + 6:].split()) >= 5:
+                clause = clause[head.rindex(" that ") + 6:]
+            candidate = None if _PRONOUN_START.match(clause) else clause
+        if candidate and len(candidate.split()) >= 3:
+            candidate = candidate.rstrip(" .!,;")
+            rules.append(candidate[:1].upper() + candidate[1:] + ".")
+    return rules
+
+
+def strip_images(text: str) -> str:
+    """Pasted screenshot paths become `[image]`."""
+    return _IMAGE_PATH.sub("[image]", text)
+
+
+__all__ = ["find_rules", "first_sentence", "gist", "plain", "sentence_score", "strip_images", "tidy", "trivial"]
