@@ -8,7 +8,11 @@ prints that line to stderr and exits with the code.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import ClassVar
+
+TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
+if TYPE_CHECKING:
+    from typing import ClassVar
+
 
 
 class ExitCode(IntEnum):

@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Final
 
 from magic_context import paths
+
+TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
+if TYPE_CHECKING:
+    from typing import Final
 
 MAX_LOG_BYTES: Final = 32 * 1024 * 1024
 _SECRET_ENV_MARKERS: Final = ("KEY", "TOKEN", "SECRET", "PASSWORD")

@@ -5,7 +5,6 @@ Computed once when a session is first seen (it runs git), then read from the ses
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from magic_context import paths
@@ -26,6 +25,8 @@ def identity(project_dir: Path) -> str:
                 return f"git:{sorted(shas)[0]}"
         except (OSError, subprocess.SubprocessError):
             pass
+    import hashlib
+
     return "dir:" + hashlib.sha256(str(root).encode("utf-8", "replace")).hexdigest()[:12]
 
 

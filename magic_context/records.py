@@ -11,9 +11,12 @@ factory. `frozen=True` only adds `__hash__` (assignment is not blocked: records 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
+if TYPE_CHECKING:
+    from typing import Any
+
+
 _MISSING = object()
 
 
@@ -35,10 +38,10 @@ def _fields(cls: type) -> list[str]:
     return names
 
 
-def record(cls: type[T] | None = None, *, frozen: bool = False, slots: bool = True) -> Any:
+def record(cls: type | None = None, *, frozen: bool = False, slots: bool = True) -> Any:
     """Class decorator; see the module docstring."""
 
-    def wrap(klass: type[T]) -> type[T]:
+    def wrap(klass: type) -> type:
         names = _fields(klass)
         namespace: dict[str, Any] = {"_MISSING": _MISSING}
         params, body = [], []

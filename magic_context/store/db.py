@@ -9,10 +9,13 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Final
 
 from magic_context import paths
 from magic_context.errors import SchemaTooNew, StorageBusy, StorageUnavailable, UnsafeLocation
+
+TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
+if TYPE_CHECKING:
+    from typing import Final
 
 # Must equal the number of migrations in store/migrations.py (a test asserts it).
 SCHEMA_VERSION: Final = 1

@@ -45,7 +45,6 @@ import json
 import sqlite3
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any, Final
 
 from magic_context.records import Factory, record
 from magic_context.store.db import classify
@@ -53,6 +52,10 @@ from magic_context.store.sessions import ensure_session
 from magic_context.wire import model as m
 from magic_context.wire.identity import content_hash
 from magic_context.wire.model import Message
+
+TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 try:  # orjson is optional on the hot path (as in wire.identity)
     import orjson

@@ -7,8 +7,6 @@ a tool arc removed whole, or its call kept with the output replaced.
 
 from __future__ import annotations
 
-from typing import Final
-
 from magic_context.transform.tagger import Site
 from magic_context.transform.tags import (
     KIND_MEDIA,
@@ -21,6 +19,10 @@ from magic_context.transform.tags import (
     placeholder,
 )
 from magic_context.wire import model as m
+
+TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
+if TYPE_CHECKING:
+    from typing import Final
 
 PREVIEW_CHARS: Final = 250
 PREVIEW_CUT_WINDOW: Final = 30

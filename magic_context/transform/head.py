@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Final
 
 from magic_context import paths
 from magic_context.history import render
 from magic_context.records import record
 from magic_context.wire import model as m
+
+TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
+if TYPE_CHECKING:
+    from typing import Final
 
 DOC_FILES: Final = ("ARCHITECTURE.md", "STRUCTURE.md")
 MAX_DOC_BYTES: Final = 64 * 1024

@@ -4,10 +4,8 @@ permission, render m[0]/m[1], guidance, encode. Every persistent decision is rep
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import time
-from typing import Any
 
 from magic_context import project as project_identity
 from magic_context import tokens
@@ -32,8 +30,12 @@ from magic_context.transform import (
 from magic_context.transform import tags as tag_store
 from magic_context.transform.protocol import CODECS, PassInput, build_output, reduce_available
 from magic_context.transform.state import SessionState
-from magic_context.wire import anthropic, openai
+from magic_context.wire import anthropic, identity, openai
 from magic_context.wire import model as m
+
+TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_REPORTS_PER_SESSION = 200
 TAG_PREFIX_TOKENS = 3
@@ -178,7 +180,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
     newest = active_numbers[-1] if active_numbers else 0
 
     system_first, system_texts = _system_text(inp, inp.messages_json)
-    system_hash = hashlib.blake2b(system_first.encode("utf-8", "replace"), digest_size=8).hexdigest()
+    system_hash = identity.digest(system_first.encode("utf-8", "replace"), 8)
     system_tokens = state.get("system_tokens") if state.get("system_hash") == system_hash else None
     if system_tokens is None:
         system_tokens = sum(_estimate(t) for t in system_texts)

@@ -7,16 +7,18 @@ output has the same shape; fields mc does not change pass through untouched.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from pathlib import Path
-from typing import Any, Final
 
 from magic_context.errors import BadInput
 from magic_context.records import record
-from magic_context.wire import anthropic, detect, openai, opencode, pi
+from magic_context.wire import anthropic, detect, identity, openai, opencode, pi
 from magic_context.wire import model as m
+
+TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 try:
     import orjson
@@ -137,7 +139,7 @@ def _session_id(doc: dict | None, harness: str, messages: list, flag: str | None
     if flag:
         return flag
     seed = f"{project}\x00{_first_user_text(harness, messages)}".encode("utf-8", "replace")
-    return "fp-" + hashlib.sha256(seed).hexdigest()[:16]
+    return "fp-" + identity.digest(seed, 8)
 
 
 def _tool_names(value: Any) -> list[str] | None:

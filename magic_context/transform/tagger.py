@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Final
 
 from magic_context.records import Factory, record
 from magic_context.transform.tags import KIND_MEDIA, KIND_TEXT, KIND_TOOL, Tag
 from magic_context.wire import arcs
 from magic_context.wire import model as m
+
+TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
+if TYPE_CHECKING:
+    from typing import Final
 
 ECHO_RE: Final = re.compile(r"^\s*(?:§\d+(?:\"?>)?§(?:\d+§)?[ \t]*)+")
 PREFIX_RE: Final = re.compile(r"^§(\d+)§ ")

@@ -8,9 +8,12 @@ per assistant turn.
 from __future__ import annotations
 
 import sqlite3
-from typing import Final
 
 from magic_context.records import record
+
+TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
+if TYPE_CHECKING:
+    from typing import Final
 
 KIND_TEXT: Final = "text"
 KIND_TOOL: Final = "tool"

@@ -7,10 +7,12 @@ specific is Anthropic when the body has a top-level `system` or `max_tokens`, el
 
 from __future__ import annotations
 
-from typing import Any
-
 from magic_context.errors import BadInput
 from magic_context.wire import model as m
+
+TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
+if TYPE_CHECKING:
+    from typing import Any
 
 _PI_ROLES = frozenset({"toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary"})
 _OPENAI_ROLES = frozenset({"system", "developer", "tool"})
