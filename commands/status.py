@@ -62,7 +62,11 @@ def _render(data: dict) -> None:
         out.print(f"history  {data['raw_messages']} raw messages, {len(data['compartments'])} compartments, "
                   f"{data['memories']} memories")
         historian = data["historian"]
-        line = f"historian {historian['state']}"
+        state = historian["state"]
+        line = f"historian {state.get('state', 'idle') if isinstance(state, dict) else state}"
+        if isinstance(state, dict) and state.get("last_status"):
+            via = f" via {state['last_provider']}" if state.get("last_provider") else ""
+            line += f" (last run: {state['last_status']}{via})"
         if historian.get("last_failure"):
             line += f" (last failure: {historian['last_failure']})"
         out.print(line)

@@ -34,7 +34,8 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, 
     monkeypatch.setenv("MAGIC_CONTEXT_STORAGE_DIR", str(data))
     monkeypatch.setenv("MAGIC_CONTEXT_CONFIG_DIR", str(config))
     monkeypatch.delenv("MAGIC_CONTEXT_DEBUG", raising=False)
-    monkeypatch.delenv("MAGIC_CONTEXT_HISTORIAN", raising=False)
+    # Tests run the historian inside the pass (deterministic; no detached processes outliving a test).
+    monkeypatch.setenv("MAGIC_CONTEXT_HISTORIAN", "inline")
     return {"data": data, "config": config}
 
 

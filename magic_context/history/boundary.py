@@ -22,8 +22,8 @@ Stdlib only: the transform pass computes its trigger figures with this module.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from magic_context.records import record
 from magic_context.wire.arcs import find_arcs
 from magic_context.wire.model import Message
 
@@ -37,7 +37,7 @@ Span = tuple[int, int | None]
 """A tool arc as (call ordinal, last result ordinal), the result None while the call is unanswered."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class TailItem:
     """One raw message of the unsummarized tail: its ordinal, true token size, and whether a person typed it."""
 
@@ -46,7 +46,7 @@ class TailItem:
     prompt: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Boundary:
     """The eligible head `start..end` (inclusive; `end < start` means nothing is eligible) and why it ends there."""
 

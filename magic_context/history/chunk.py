@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 from magic_context import tokens as tok
 from magic_context.history import boundary
+from magic_context.records import Factory, record
 from magic_context.wire import model as m
 from magic_context.wire.arcs import find_arcs
 
@@ -52,7 +52,7 @@ _NOISE_LINE = re.compile(r"^(?:debugger attached\.?|waiting for the debugger.*|\
 _ERROR_WORD = re.compile(r"(?i)(?:error|failed|failure|fatal|exception|traceback|cannot|not found|denied)")
 
 
-@dataclass(slots=True)
+@record
 class ToolUse:
     """One tool call with its outcome. `action`: read, edit, write, run, search or other."""
 
@@ -66,7 +66,7 @@ class ToolUse:
     outcome: str = ""
 
 
-@dataclass(slots=True)
+@record
 class Digest:
     """One raw message as the historian sees it. `prompt`: words a person typed (starts an episode)."""
 
@@ -76,10 +76,11 @@ class Digest:
     prompt: bool = False
     text: str = ""
     note: str = ""  # a non-prompt user line: a `!command`, an injected message, the harness's own summary
-    tools: list[ToolUse] = field(default_factory=list)
-    commits: list[str] = field(default_factory=list)
+    tools: list[ToolUse] = Factory(list)
+    commits: list[str] = Factory(list)
     tokens: int = 0
     created_at: int | None = None
+    rendered: int = 0  # tokens of this message's share of the chunk text (set by `build_chunk`)
 
     @property
     def narrative(self) -> bool:
@@ -87,16 +88,16 @@ class Digest:
         return bool(self.text or self.note)
 
 
-@dataclass(slots=True)
+@record
 class ChunkLine:
     start: int
     end: int
     role: str  # "U" or "A"
     text: str
-    commits: list[str] = field(default_factory=list)
+    commits: list[str] = Factory(list)
 
 
-@dataclass(slots=True)
+@record
 class Chunk:
     """A rendered ordinal range. `arcs` are completed (call, result) ordinal pairs inside it."""
 
@@ -393,7 +394,9 @@ def build_chunk(digests: Sequence[Digest], arcs: Sequence[tuple[int, int | None]
     """
     window = [d for d in digests if start <= d.ordinal <= end]
     completed = [(c, r) for c, r in arcs if r is not None]
-    sizes = [(d.ordinal, tok.estimate(" / ".join(_assistant_parts([d])) or d.text) + 8) for d in window]
+    for d in window:
+        d.rendered = tok.estimate(clip(d.text, USER_TEXT_CHARS) if d.prompt else " / ".join(_assistant_parts([d]))) + 8
+    sizes = [(d.ordinal, d.rendered) for d in window]
     cap_end = boundary.apply_head_cap(sizes, completed, start, end, budget) if window else end
     chosen = [d for d in window if d.ordinal <= cap_end]
     inside = [(c, r) for c, r in completed if start <= c and r <= cap_end]

@@ -21,10 +21,10 @@ the discard-last healing. Stdlib only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from magic_context.history import boundary
 from magic_context.history.chunk import commit_clusters_of, is_prompt
+from magic_context.records import record
 from magic_context.wire.model import Message
 
 PROACTIVE_OFFSET_PERCENT = 2
@@ -39,7 +39,7 @@ BUDGET_MIN = 5_000
 BUDGET_MAX = 50_000
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class TriggerDecision:
     """Whether to fire, why (a stable word for reports), and the figures the decision used."""
 
@@ -50,7 +50,7 @@ class TriggerDecision:
     emergency: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class TailFigures:
     """The unsummarized tail as the trigger needs it; `boundary` is the eligible head it measured."""
 

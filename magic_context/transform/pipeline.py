@@ -12,6 +12,7 @@ from magic_context import tokens
 from magic_context.config.hot import HotConfig, duration_ms, load_hot
 from magic_context.errors import ContextEmergency, StorageBusy
 from magic_context.history import render as history_render
+from magic_context.history import trigger as history_trigger
 from magic_context.records import Factory, record
 from magic_context.store import db as store_db
 from magic_context.store import raw as raw_store
@@ -163,6 +164,10 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
 
     sync = raw_store.sync(conn, pk, messages, now_ms=inp.now_ms, estimate=_estimate, write=not readonly)
     msg_tokens = sync.tokens
+    # History the historian folded into compartments leaves the served array; the watermark is frozen
+    # between busts (it only advances on a pass that busts anyway) so defer passes replay the same bytes.
+    fold_through = int(state.get("fold_through", -1)) if compaction and primary else -1
+    messages, msg_tokens = _fold(messages, msg_tokens, fold_through)
 
     reduce_ok = compaction and reduce_available(bool(hot["ctx_reduce_enabled"]), inp.tools)
     if compaction and not readonly:
@@ -232,12 +237,25 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
             hard_reasons.append("cache TTL expired")
     hard = bool(hard_reasons) and not readonly
     bust = (decision.execute or hard or force) and not readonly
-    historian_running = False
+    historian = _historian(conn, inp, hot, pk, messages=messages, msg_tokens=msg_tokens, usage_tokens=usage_tokens,
+                           limit=limit.tokens,
+                           threshold=threshold, enabled=compaction and primary and not readonly and not inp.dry_run)
+    historian_running = historian == "running"
     mutate = bust and compaction and (not historian_running or force or hard)
 
     new_drops: list[heuristics.Drop] = []
     done_pending: list[int] = []
     stripped = set(state.get("stripped_reasoning") or [])
+    if mutate and primary:
+        folded = conn.execute("SELECT max(end_ordinal) FROM compartments WHERE session_pk = ?", (pk,)).fetchone()[0]
+        if folded is not None and folded > fold_through:
+            fold_through = int(folded)
+            messages, msg_tokens = _fold(messages, msg_tokens, fold_through)
+            sites, _, _ = tagger.assign(messages, known, counter, _estimate)
+            by_number = {s.tag.number: s for s in sites}
+            active_numbers = sorted(s.tag.number for s in sites if not s.tag.dropped)
+            protected_from = active_numbers[-protected_count] if len(active_numbers) >= protected_count else 0
+            raw_total = sum(msg_tokens)
     if mutate:
         pending, done_pending = _drain_pending(conn, pk, by_number, protected_from, force)
         lanes = [*pending,
@@ -352,7 +370,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
         "reason": "; ".join(hard_reasons) if hard else (decision.reason if bust else "defer: " + decision.reason),
         "tokens_before": raw_total + system_tokens, "tokens_after": tokens_after,
         "tags": len(sites), "dropped": sum(1 for s in sites if s.tag.dropped), "pending_drops": pending_left,
-        "historian": "idle", "ms": round((time.perf_counter() - started) * 1000, 2), "warnings": warnings,
+        "historian": historian, "ms": round((time.perf_counter() - started) * 1000, 2), "warnings": warnings,
         "usage_tokens": usage_tokens, "usage_source": "provider" if reported is not None else "estimate",
         "context_limit": limit.tokens, "threshold_percent": threshold, "new_drops": len(new_drops),
         "new_tags": len(new_tags), "raw_written": sync.written,
@@ -364,8 +382,50 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
                  stripped=stripped, anchors=anchors, nudge_state=nudge_state, date=date,
                  system_hash=system_hash, system_tokens=system_tokens, model_key=model_key, limit=limit.tokens,
                  extra={"reasoning_tokens": {k: v for k, v in reasoning_cache.items() if k in stripped},
+                        "fold_through": fold_through,
                         **({"head_created_at": head_created} if head_created is not None else {})})
     return PassResult(build_output(inp, messages_out, system_out), report, warnings)
+
+
+def _historian(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, pk: int, *, messages: list[m.Message],
+               msg_tokens: list[int], usage_tokens: int, limit: int, threshold: float, enabled: bool) -> str:
+    """Evaluate the historian trigger; start it (inline or detached) when it fires. Returns the report word."""
+    if not enabled:
+        return "idle"
+    lease = conn.execute("SELECT expires_at FROM leases WHERE name = ?", (f"historian:{pk}",)).fetchone()
+    running = lease is not None and int(lease[0]) > inp.now_ms
+    last_end = conn.execute("SELECT max(end_ordinal) FROM compartments WHERE session_pk = ?", (pk,)).fetchone()[0]
+    figures = history_trigger.tail_figures(messages, msg_tokens, last_end=last_end, context_limit=limit,
+                                           threshold_percent=threshold, usage_tokens=usage_tokens)
+    decision = history_trigger.evaluate(
+        usage_tokens=usage_tokens, context_limit=limit, threshold_percent=threshold, tail_tokens=figures.tokens,
+        tail_messages=figures.messages, commit_clusters=figures.commit_clusters, running=running)
+    if not decision.fire:
+        return "running" if running else "idle"
+    from magic_context.history import runner
+
+    if runner.inline_mode():
+        runner.run_once(conn, pk, emergency=decision.emergency, now_ms=inp.now_ms)
+        return "fired"
+    launched = runner.launch_background(conn, pk, session_id=inp.session_id, harness=inp.harness,
+                                        now_ms=inp.now_ms, timeout_ms=int(hot["historian.timeout_ms"]))
+    return "fired" if launched else "idle"
+
+
+def _fold(messages: list[m.Message], msg_tokens: list[int], through: int) -> tuple[list[m.Message], list[int]]:
+    """Drop messages whose ordinal is covered by compartments (system messages stay), never splitting an arc."""
+    if through < 0:
+        return messages, msg_tokens
+    keep = [i for i, msg in enumerate(messages) if msg.role == m.SYSTEM or msg.ordinal > through]
+    if len(keep) == len(messages):
+        return messages, msg_tokens
+    kept = [messages[i] for i in keep]
+    answered = {b.tool_id for msg in kept for b in msg.blocks if b.kind == m.TOOL_CALL}
+    for msg in kept:  # a result whose call was folded away would be an orphan: it goes with its call
+        if any(b.kind == m.TOOL_RESULT and b.tool_id not in answered for b in msg.blocks):
+            msg.blocks = [b for b in msg.blocks if b.kind != m.TOOL_RESULT or b.tool_id in answered]
+    pairs = [(messages[i], msg_tokens[i]) for i in keep if messages[i].blocks]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
 def _existing_session(conn: sqlite3.Connection, inp: PassInput) -> tuple[int, str]:
@@ -406,6 +466,7 @@ def _persist(conn: sqlite3.Connection, inp: PassInput, pk: int, state: SessionSt
     state.set("system_hash", system_hash)
     state.set("system_tokens", system_tokens)
     state.set("last_pass_at", now)
+    state.set("fold_through", extra.pop("fold_through", state.get("fold_through", -1)))
     for key, value in extra.items():
         state.set(key, value)
     state.save(conn, now)
