@@ -30,7 +30,8 @@ ANTHROPIC_BODY = {
         {"role": "user", "content": "fix the bug"},
         {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "SIG"},
                                           {"type": "text", "text": "Reading."},
-                                          {"type": "tool_use", "id": "tu1", "name": "read", "input": {"path": "a.py"}}]},
+                                          {"type": "tool_use", "id": "tu1", "name": "read",
+                                           "input": {"path": "a.py"}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "x = 1"}]},
     ],
 }
@@ -272,7 +273,7 @@ def test_reduce_queues_and_the_next_bust_applies(mc) -> None:
 
 def test_ctx_reduce_unavailable_means_no_tags(mc) -> None:
     doc = envelope(PI_ARRAY, harness="pi", tools=[{"name": "read"}, {"name": "bash"}], system="Base.")
-    result, out = run(mc, doc)
+    _, out = run(mc, doc)
     assert "§" not in dumps(out["messages"])
     assert "ctx_reduce tool" not in out["system"]
     doc = envelope(PI_ARRAY, harness="pi", tools=[{"name": "mcp__magic-context__ctx_reduce"}], session_id="s2")
