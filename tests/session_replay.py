@@ -78,6 +78,7 @@ class ReplayOutcome:
     kinds: dict[str, int] = field(default_factory=dict)
     peak_served: int = 0
     problems: list[str] = field(default_factory=list)
+    last_document: Any = None
 
 
 def replay(path: Path, shape: str, limit: int, *, subprocess_mode: bool, env: dict[str, str] | None = None,
@@ -131,6 +132,7 @@ def replay(path: Path, shape: str, limit: int, *, subprocess_mode: bool, env: di
                 if any(a != b for a, b in zip(previous, current, strict=False)) else len(current)
             outcome.problems.append(f"pass {index}: defer pass changed message {diverge} of the previous output")
         previous = current
+        outcome.last_document = document
         if len(outcome.problems) >= max_problems:
             break
     return outcome
