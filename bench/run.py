@@ -134,7 +134,6 @@ def _reading(results: list[tuple[str, ReplayResult, dict[str, Any]]], latency: d
     """Where mc falls short, computed from the figures (the prose names the mechanism)."""
     out = []
     mcs = [(n, r, _by_name(d)["mc"], _by_name(d)["native"]) for n, r, d in results]
-    ratios = [mc["cost_vs_native"] for _, _, mc, _ in mcs]
     short = [(n, r, mc, nat) for n, r, mc, nat in mcs if mc["cost_vs_native"] > GOALS["cost_vs_native"]]
     if short:
         read_shares = []
@@ -147,26 +146,32 @@ def _reading(results: list[tuple[str, ReplayResult, dict[str, Any]]], latency: d
         nat_levels = [x for _, r, _, _ in short for x in _bust_levels(r, "native")]
         bust_ratio = [mc["busts"] / nat["busts"] for _, _, mc, nat in short if nat["busts"]]
         out.append(
-            f"* **Cost: mc is {_span(ratios, '{:.2f}×')} native, not ≤ 0.6×.** With the cache warm, "
+            f"* **Cost above 0.6× native on {len(short)} of {len(mcs)} sessions** "
+            f"({_span([mc['cost_vs_native'] for _, _, mc, _ in short], '{:.2f}×')}). With the cache warm, "
             f"{_span(read_shares)} of mc's bill is cache *reads* (0.1×, but on every pass), so the cost ratio "
-            f"tracks the ratio of mean served context (mc/native mean served → cost: {pairs}). mc busts at its "
-            f"65% execute threshold and reclaims to {_span(mc_levels)} of the window; native grows to 85% and "
-            f"falls to {_span(nat_levels)} (a 2 000-token summary plus a 20% tail): the two saw-tooths average "
-            f"out about the same. mc busts {_span(bust_ratio, '{:.1f}×')} as often as native; its busts rewrite "
-            "less (the m[0] prefix survives them) and native also pays for its summary calls, so the totals stay "
-            "level. To reach 0.6× mc must serve a smaller mean context: reclaim deeper on an execute pass, i.e. "
-            "fold the spent raw history into compartments instead of keeping it raw until it is dropped.")
-    retentions = [(n, mc) for n, _, mc, _ in mcs if mc["anchor_retention"] is not None]
-    fired = sum(mc["historian"].get("fired", 0) + mc["historian"].get("running", 0) for _, _, mc, _ in mcs)
-    if any(mc["anchor_retention"] < 0.9 for _, mc in retentions):
-        why = ("the historian never fired during the replays (MAGIC_CONTEXT_HISTORIAN=inline), so nothing "
-               "folds dropped history into `<session-history>` compartments" if not fired else
-               f"the historian fired {fired} times, but its compartments do not name everything that was dropped")
+            f"tracks the ratio of mean served context (mc/native mean served → cost: {pairs}). After a bust mc "
+            f"serves {_span(mc_levels)} of the window (it busts at its 65% execute threshold); native grows to "
+            f"85% and falls to {_span(nat_levels)} (a 2 000-token summary plus a 20% tail). mc busts "
+            f"{_span(bust_ratio, '{:.1f}×')} as often as native; its busts rewrite less (the m[0] prefix survives "
+            "them) and native also pays for its summary calls. To reach 0.6× mc must serve a smaller mean context: "
+            "reclaim deeper when it busts, folding spent raw history into compartments rather than keeping it raw "
+            "until it is dropped.")
+    low = [(n, mc) for n, _, mc, _ in mcs if mc["anchor_retention"] is not None and mc["anchor_retention"] < 0.9]
+    if low:
+        notes = []
+        for n, mc in low:
+            fired = mc["historian"].get("fired", 0) + mc["historian"].get("running", 0)
+            kinds = ", ".join(f"{k} {v['retained']}/{v['total']}" for k, v in mc["anchors"].items() if v["total"])
+            note = f"{_label(n)} {mc['anchor_retention']:.0%} ({kinds}): historian fired on {fired} passes, " \
+                   f"{mc['compartments'] or 0} compartments"
+            if mc.get("historian_failure"):
+                note += f", last failure “{mc['historian_failure'][:110]}”"
+            notes.append(note)
         out.append(
-            "* **Anchor retention is low** (" + ", ".join(f"{_label(n)} {mc['anchor_retention']:.0%}"
-                                                      for n, mc in retentions)
-            + f"): what mc drops leaves the request entirely, because {why}. User instructions survive where they "
-            "are kept as raw text; file paths in dropped tool calls and commit hashes in dropped git output do not.")
+            "* **Anchor retention under 90%** (" + "; ".join(notes) + "). What mc drops leaves the request unless "
+            "a compartment in the head names it: where the historian wrote no compartments, dropped paths and "
+            "commits are simply gone; where it did, the compartments as rendered at the head (older ones at terser "
+            "tiers) name only part of the files, commits and requests that were folded.")
     goal = GOALS["cache_read_share"]
     low_cache = [(n, mc["cache_read_share"]) for n, _, mc, _ in mcs if mc["cache_read_share"] < goal]
     if low_cache:

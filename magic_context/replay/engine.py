@@ -94,6 +94,28 @@ class McRunner:
             self._tmp.cleanup()
             self._tmp = None
 
+    def store_facts(self) -> dict[str, Any]:
+        """What the replay's own database says about the historian (best effort: None when unreadable)."""
+        import sqlite3
+
+        facts: dict[str, Any] = {"compartments": None, "historian_failure": None}
+        try:
+            conn = sqlite3.connect(f"file:{paths.db_path()}?mode=ro", uri=True)
+        except sqlite3.Error:
+            return facts
+        try:
+            facts["compartments"] = conn.execute("SELECT count(*) FROM compartments").fetchone()[0]
+            row = conn.execute("SELECT value FROM session_state WHERE key = 'historian_failure' "
+                               "ORDER BY rowid DESC LIMIT 1").fetchone()
+            if row is not None:
+                failure = json.loads(row[0])
+                facts["historian_failure"] = failure.get("message") if isinstance(failure, dict) else str(failure)
+        except (sqlite3.Error, ValueError):
+            pass
+        finally:
+            conn.close()
+        return facts
+
     def payload(self, messages: list[Any], at_ms: int | None, model_id: str | None) -> bytes:
         """The envelope mc would receive for this call."""
         envelope: dict[str, Any] = {

@@ -47,6 +47,7 @@ class StrategyRun:
     emergencies: int = 0
     degraded: int = 0
     anchors: anchor_mod.AnchorReport | None = None
+    store: dict[str, Any] = field(default_factory=dict)
 
     def figures(self, window: int, native_usd: float | None) -> dict[str, Any]:
         led = self.ledger
@@ -76,7 +77,9 @@ class StrategyRun:
                 "anchors": {k: {"total": t, "retained": r} for k, (t, r) in report.counts.items()} if report else {},
                 "anchors_missing": list(report.missing) if report else [],
                 "pass_kinds": dict(sorted(self.pass_kinds.items())),
-                "historian": dict(sorted(self.historian.items())), "emergencies": self.emergencies,
+                "historian": dict(sorted(self.historian.items())),
+                "compartments": self.store.get("compartments"),
+                "historian_failure": self.store.get("historian_failure"), "emergencies": self.emergencies,
                 "degraded_passes": self.degraded,
             })
         return out
@@ -217,6 +220,7 @@ def _run_mc(rep: Replayable, *, counter: TokenCounter, price: cost.Pricing, ttl_
             run.degraded += bool(served.report.get("lkg")) or served.report.get("reason") == "input served unchanged"
             last = (spec, served)
             progress("mc", done, total)
+        run.store = runner.store_facts()
     if last is not None:
         spec, served = last
         run.anchors = anchor_mod.retention(rep.canon[:spec.end], served.messages, served.system)
