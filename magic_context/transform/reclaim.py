@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Final
 
 # After a reclaim the request should sit at this share of the execute threshold.
-TARGET_SHARE_OF_THRESHOLD: Final = 0.72
+TARGET_SHARE_OF_THRESHOLD: Final = 0.5
 PLACEHOLDER_TOKENS: Final = 8
 PREVIEW_TOKENS: Final = PREVIEW_CHARS // 3 + 8
 
