@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SESSIONS, run_mc
+from conftest import SESSIONS, run_mc
 
 from magic_context.errors import BadInput
 from magic_context.replay import anchors, passes, replay
@@ -22,36 +21,8 @@ BASE_KEYS = {"name", "passes", "peak_tokens", "over_window", "cache_read_share",
 MC_KEYS = {"latency_ms_p50", "latency_ms_p95", "latency_vs_floor", "anchor_retention"}
 TIMING = {"latency_ms_p50", "latency_ms_p95", "floor_ms_p50", "floor_ms_p95", "latency_vs_floor"}
 
-# Until `replay` is registered in commands.app, run the real entry point with it added.
-_SHIM = """
-import sys
-import commands.app as app_mod
-from commands import replay
-from commands.main import run_app
-build = app_mod.build_app
-def patched():
-    app = build()
-    if "replay" not in {c.name for c in app.registered_commands}:
-        replay.register(app)
-    return app
-app_mod.build_app = patched
-sys.exit(run_app(sys.argv[1:]))
-"""
-
-
-def _registered() -> bool:
-    from commands.app import build_app
-
-    return "replay" in {c.name for c in build_app().registered_commands}
-
-
 def mc_replay(*args: str) -> subprocess.CompletedProcess[bytes]:
-    if _registered():
-        return run_mc("replay", *args)
-    env = dict(os.environ)
-    env.pop("PYTEST_CURRENT_TEST", None)
-    return subprocess.run([sys.executable, "-c", _SHIM, "replay", *args], capture_output=True, env=env,
-                          cwd=REPO, timeout=120, check=False)
+    return run_mc("replay", *args)
 
 
 def _data(proc: subprocess.CompletedProcess[bytes]) -> dict:
