@@ -7,10 +7,9 @@ from typing import Any
 
 from magic_context.llm.base import (
     Completion,
-    HttpSettings,
+    HttpProvider,
     ProviderEmpty,
     ProviderParseError,
-    Sleep,
     elapsed_ms,
     post_json,
     read_key,
@@ -21,28 +20,10 @@ NAME = "anthropic"
 API_VERSION = "2023-06-01"
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpProvider):
     """Sends the historian prompt as one user message with a top-level `system` string."""
 
     name = NAME
-
-    def __init__(self, *, base_url: str | None, api_key_env: str | None, model: str | None, max_tokens: int,
-                 temperature: float | None, settings: HttpSettings) -> None:
-        self.base_url = base_url
-        self.api_key_env = api_key_env
-        self.model = model
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.settings = settings
-
-    @classmethod
-    def from_config(cls, historian: Any, *, sleep: Sleep | None = None) -> AnthropicProvider:
-        """Build from the `historian` config section (`historian.anthropic` plus the shared knobs)."""
-        section = historian.anthropic
-        settings = HttpSettings(timeout_s=historian.timeout_ms / 1000, max_retries=historian.max_retries,
-                                sleep=sleep or time.sleep)
-        return cls(base_url=section.base_url, api_key_env=section.api_key_env, model=section.model,
-                   max_tokens=section.max_tokens, temperature=historian.temperature, settings=settings)
 
     def complete(self, system: str, prompt: str, *, max_tokens: int | None = None) -> Completion:
         """Ask the model once (with transport retries); raises `ProviderError` on any failure."""

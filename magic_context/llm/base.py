@@ -247,8 +247,36 @@ def elapsed_ms(started: float) -> int:
     return round((time.monotonic() - started) * 1000)
 
 
+
+class HttpProvider:
+    """Shared constructor of the HTTP providers; subclasses set `name` and implement `complete`."""
+
+    name = "http"
+
+    def __init__(self, *, base_url: str | None, api_key_env: str | None, model: str | None, max_tokens: int,
+                 temperature: float | None, settings: HttpSettings) -> None:
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.model = model
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.settings = settings
+
+    @classmethod
+    def from_config(cls, historian: Any, *, sleep: Sleep | None = None) -> Any:
+        """Build from the `historian` config section (`historian.<name>` plus the shared knobs)."""
+        import time
+
+        section = getattr(historian, cls.name)
+        settings = HttpSettings(timeout_s=historian.timeout_ms / 1000, max_retries=historian.max_retries,
+                                sleep=sleep or time.sleep)
+        return cls(base_url=section.base_url, api_key_env=section.api_key_env, model=section.model,
+                   max_tokens=section.max_tokens, temperature=historian.temperature, settings=settings)
+
+
 __all__ = [
     "Completion",
+    "HttpProvider",
     "HttpSettings",
     "InvalidOutput",
     "Provider",

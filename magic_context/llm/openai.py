@@ -12,10 +12,9 @@ from typing import Any
 
 from magic_context.llm.base import (
     Completion,
-    HttpSettings,
+    HttpProvider,
     ProviderEmpty,
     ProviderParseError,
-    Sleep,
     elapsed_ms,
     post_json,
     read_key,
@@ -25,28 +24,10 @@ from magic_context.llm.base import (
 NAME = "openai"
 
 
-class OpenAIProvider:
+class OpenAIProvider(HttpProvider):
     """Sends the historian prompt as a system message plus one user message."""
 
     name = NAME
-
-    def __init__(self, *, base_url: str | None, api_key_env: str | None, model: str | None, max_tokens: int,
-                 temperature: float | None, settings: HttpSettings) -> None:
-        self.base_url = base_url
-        self.api_key_env = api_key_env
-        self.model = model
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.settings = settings
-
-    @classmethod
-    def from_config(cls, historian: Any, *, sleep: Sleep | None = None) -> OpenAIProvider:
-        """Build from the `historian` config section (`historian.openai` plus the shared knobs)."""
-        section = historian.openai
-        settings = HttpSettings(timeout_s=historian.timeout_ms / 1000, max_retries=historian.max_retries,
-                                sleep=sleep or time.sleep)
-        return cls(base_url=section.base_url, api_key_env=section.api_key_env, model=section.model,
-                   max_tokens=section.max_tokens, temperature=historian.temperature, settings=settings)
 
     def complete(self, system: str, prompt: str, *, max_tokens: int | None = None) -> Completion:
         """Ask the model once (with transport retries); raises `ProviderError` on any failure."""

@@ -25,15 +25,7 @@ HARNESS = m.ANTHROPIC
 _ROLES = {"user": m.USER, "assistant": m.ASSISTANT}
 
 
-def _kind(value: Any) -> str:
-    """JSON type name of a value, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+_kind = m.json_kind
 
 
 def _bad(where: str, what: str) -> BadInput:

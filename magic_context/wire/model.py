@@ -150,6 +150,18 @@ class Conversation:
     raw: Any = None
 
 
+
+def json_kind(value: Any) -> str:
+    """JSON type name of a value, for error messages ("null", "boolean", "number", "string", …)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+
+
 __all__ = [
     "ANTHROPIC",
     "ASSISTANT",
@@ -175,4 +187,5 @@ __all__ = [
     "Conversation",
     "Message",
     "Usage",
+    "json_kind",
 ]

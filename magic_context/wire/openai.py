@@ -45,15 +45,7 @@ _REASONING = {"reasoning_content": "r", "reasoning": "r:reasoning", "reasoning_d
 _OUT_ROLES = {m.SYSTEM: "system", m.USER: "user", m.ASSISTANT: "assistant"}
 
 
-def _kind(value: Any) -> str:
-    """JSON type name of a value, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+_kind = m.json_kind
 
 
 def _bad(where: str, what: str) -> BadInput:
