@@ -202,6 +202,27 @@ def test_launch_failure_is_recorded(conn) -> None:
 
 
 def test_inline_mode_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MAGIC_CONTEXT_HISTORIAN")  # conftest runs every test inline
     assert not runner.inline_mode()
     monkeypatch.setenv("MAGIC_CONTEXT_HISTORIAN", "inline")
     assert runner.inline_mode()
+
+
+def test_emergency_from_the_last_pass_report_drains_past_the_live_prompt(conn) -> None:
+    b = session(turns=6, padding=6_000)
+    b.user("now do the big one")  # the live prompt, followed by a long autonomous turn
+    for i in range(12):
+        b.call("read", {"path": f"src/big{i}.py"}, "lorem ipsum dolor sit amet " * 200)
+    pk = store_pi(conn, b.messages)
+    conn.execute("UPDATE sessions SET context_limit = 40000 WHERE id = ?", (pk,))
+    live_prompt = 36
+    calm = runner.plan(conn, pk, keep=None, emergency=False, protect_tokens=2_000, budget=32_000, harness="pi",
+                       project_dir="/work/syn")
+    assert calm.bound.end < live_prompt
+    report = {"usage_tokens": 36_000, "threshold_percent": 65, "pass": "execute"}  # 90%: the emergency band
+    conn.execute("INSERT INTO pass_reports (session_pk, at, pass_kind, bust, reason, tokens_before, tokens_after, ms,"
+                 " report_json) VALUES (?, ?, 'execute', 1, 'x', 0, 0, 1.0, ?)", (pk, NOW, json.dumps(report)))
+    result = runner.run_once(conn, pk, now_ms=NOW)
+    assert result.status == runner.PUBLISHED
+    assert result.eligible_end > live_prompt  # the floor is gone in the emergency band
+    assert result.next_start == result.end + 1  # and no discard-last: everything read is published
