@@ -156,11 +156,15 @@ def one_line(text: str, limit: int) -> str:
 
 def extract_commits(text: str, limit: int = MAX_COMMITS_PER_BLOCK) -> list[str]:
     """Commit hashes in `git commit` output (`[main 45ffe0a] …`) or near commit/cherry-pick/merge/revert."""
-    if not text or ("commit" not in text.lower() and "merge" not in text.lower() and "revert" not in text.lower()
-                    and "cherry" not in text.lower() and "[" not in text):
+    if not text:
         return []
+    low = text.lower()
+    verb = "commit" in low or "merge" in low or "revert" in low or "cherry" in low
+    output = "[" in text and ("changed" in low or "root-commit" in low)  # `git commit` prints "N files changed"
+    if not (verb or output):
+        return []  # the common case on the transform hot path: no regex at all
     found: list[str] = []
-    for pattern in (_COMMIT_OUTPUT, _COMMIT_VERB):
+    for pattern in ((_COMMIT_OUTPUT,) if output else ()) + ((_COMMIT_VERB,) if verb else ()):
         for match in pattern.finditer(text):
             sha = match.group(1)
             if any(c.isdigit() for c in sha) and any(c.isalpha() for c in sha) and sha not in found:

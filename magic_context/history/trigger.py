@@ -89,7 +89,8 @@ def tail_figures(messages: Sequence[Message], sizes: Sequence[int], *, last_end:
     bound = boundary.protected_tail_boundary(items, spans, start=start, protect_tokens=protect,
                                              live_prompt_floor=usage < emergency_percent(threshold_percent))
     clusters = 0
-    if not bound.empty:
+    # Clusters only decide once the eligible head reaches the trigger budget: skip the scan below it.
+    if not bound.empty and bound.eligible_tokens >= trigger_budget(context_limit, threshold_percent):
         clusters = commit_clusters_of(msg for msg in tail if msg.ordinal <= bound.end)
     return TailFigures(bound.eligible_tokens, bound.eligible_messages, clusters, bound)
 

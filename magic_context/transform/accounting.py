@@ -71,13 +71,13 @@ def served_tokens(messages: list[m.Message], msg_tokens: list[int], sites: list[
     """
     saved = savings_by_message(sites)
     if kept is None:
-        removed = drops.removed_blocks(sites)
-        survivors = {id(msg) for msg in messages if not drops.fully_dropped(msg, removed)}
+        _, gone = drops.gone_messages(messages, sites)
     else:
         survivors = {id(msg) for msg in kept}
+        gone = {i for i, msg in enumerate(messages) if id(msg) not in survivors}
     total = 0
     for index, message in enumerate(messages):
-        if id(message) not in survivors:
+        if index in gone:
             continue
         cost = msg_tokens[index] - saved.get(index, 0)
         if reasoning and message.id in stripped:

@@ -65,21 +65,26 @@ def _placeholder_block(block: m.Block, number: int) -> m.Block:
     return m.Block(m.TEXT, text=placeholder(number), key=f"{block.key}:dropped", synthetic=True)
 
 
-def removed_blocks(sites: list[Site]) -> set[int]:
-    """id() of every block the current drop decisions remove (tool arcs removed whole, extra results)."""
+def removed_blocks(sites: list[Site]) -> tuple[set[int], set[int]]:
+    """(id() of every block the drop decisions remove, indices of the messages those blocks sit in).
+
+    Tool arcs go whole (call and results); a skeleton or edit marker keeps the call and first result.
+    """
     removed: set[int] = set()
+    touched: set[int] = set()
     for site in sites:
         tag = site.tag
         if not tag.dropped or tag.kind != KIND_TOOL:
             continue
         mode = tag.drop_mode or default_mode(site)
-        if mode in (MODE_SKELETON, MODE_EDIT_MARKER) and site.call is not None and site.results:
-            removed.update(id(b) for _, b in site.results[1:])
-        else:
-            removed.update(id(b) for _, b in site.results)
-            if site.call is not None:
-                removed.add(id(site.call[1]))
-    return removed
+        keep_call = mode in (MODE_SKELETON, MODE_EDIT_MARKER) and site.call is not None and site.results
+        for mi, block in site.results[1:] if keep_call else site.results:
+            removed.add(id(block))
+            touched.add(mi)
+        if site.call is not None and not keep_call:
+            removed.add(id(site.call[1]))
+            touched.add(site.call[0])
+    return removed, touched
 
 
 def fully_dropped(message: m.Message, removed: set[int]) -> bool:
@@ -88,10 +93,15 @@ def fully_dropped(message: m.Message, removed: set[int]) -> bool:
     return bool(content) and all(id(b) in removed for b in content)
 
 
+def gone_messages(messages: list[m.Message], sites: list[Site]) -> tuple[set[int], set[int]]:
+    """(removed block ids, indices of messages the drops empty entirely); only touched messages are checked."""
+    removed, touched = removed_blocks(sites)
+    return removed, {i for i in touched if fully_dropped(messages[i], removed)}
+
+
 def apply(messages: list[m.Message], sites: list[Site], stripped_reasoning: set[str]) -> list[m.Message]:
     """Rewrite dropped parts in place; return the messages still worth sending."""
-    removed = removed_blocks(sites)
-    gone = [fully_dropped(msg, removed) for msg in messages]
+    removed, gone = gone_messages(messages, sites)
     for site in sites:
         tag = site.tag
         if not tag.dropped:
@@ -108,8 +118,8 @@ def apply(messages: list[m.Message], sites: list[Site], stripped_reasoning: set[
             if mode == MODE_EDIT_MARKER:
                 site.call[1].input = edit_marker_input(site.call[1].input, tag.number)
     kept: list[m.Message] = []
-    for msg, whole_turn in zip(messages, gone, strict=True):
-        if whole_turn:
+    for index, msg in enumerate(messages):
+        if index in gone:
             continue  # everything it carried was dropped: the whole turn goes (reasoning with it)
         if removed:
             msg.blocks = [b for b in msg.blocks if id(b) not in removed]
@@ -120,5 +130,6 @@ def apply(messages: list[m.Message], sites: list[Site], stripped_reasoning: set[
 
 
 __all__ = [
-    "PREVIEW_CHARS", "apply", "default_mode", "edit_marker_input", "fully_dropped", "removed_blocks", "truncated",
+    "PREVIEW_CHARS", "apply", "default_mode", "edit_marker_input", "fully_dropped", "gone_messages", "removed_blocks",
+    "truncated",
 ]
