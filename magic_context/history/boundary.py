@@ -7,7 +7,11 @@ counts, so a session with few user turns cannot deadlock the historian. Rules, i
 * the newest message is never folded, nor any completed tool arc it belongs to;
 * token mode (`protected_tail_boundary`): the newest `protect_tokens` stay raw (a size walk from the
   newest message back); with `live_prompt_floor` the newest prompt a person typed stays raw too
-  (callers drop the floor in the emergency band so a long autonomous turn can still be drained);
+  (callers drop the floor in the emergency band so a long autonomous turn can still be drained). The
+  floor also lets go once the live turn (that prompt and everything after it) outgrows
+  `LIVE_TURN_FACTOR` × the protected tail — about the whole usable window: a long autonomous run
+  (mini-swe-agent, SWE-agent, a subagent: one task prompt, hundreds of tool calls) cannot stay raw
+  anyway, and holding its head back while drops keep usage below the emergency band would never fold;
 * keep mode (`keep_boundary`, for `mc wrapup`): the newest `keep` messages, tool messages included;
 * completed tool arcs are atomic: the boundary fences back to just before a call whose result lies
   beyond it. An OPEN arc (a call never answered) does not fence: below the live window it is a dead,
@@ -32,6 +36,7 @@ PROTECTED_CAP_SHARE = 0.40
 PROTECTED_ABS_CAP = 96_000
 PROTECTED_FLOOR = 4_000
 DEFAULT_KEEP = 20
+LIVE_TURN_FACTOR = 4
 
 Span = tuple[int, int | None]
 """A tool arc as (call ordinal, last result ordinal), the result None while the call is unanswered."""
@@ -152,7 +157,11 @@ def protected_tail_boundary(items: Iterable[TailItem], spans: Sequence[Span], *,
     if live_prompt_floor:
         prompts = [i.ordinal for i in tail if i.prompt]
         if prompts and prompts[-1] - 1 < limit:
-            limit, reason = prompts[-1] - 1, f"the live prompt at {prompts[-1]} stays raw"
+            turn = sum(i.tokens for i in tail if i.ordinal >= prompts[-1])
+            if turn <= LIVE_TURN_FACTOR * max(protect_tokens, PROTECTED_FLOOR):
+                limit, reason = prompts[-1] - 1, f"the live prompt at {prompts[-1]} stays raw"
+            else:
+                reason += f"; the live turn from {prompts[-1]} ({turn} tokens) is too long to stay raw"
     limit, why = _newest_guard(tail, spans, limit)
     reason = why or reason
     fenced = fence(limit, spans, start)
@@ -204,6 +213,7 @@ def apply_head_cap(sizes: Sequence[tuple[int, int]], spans: Sequence[Span], star
 
 __all__ = [
     "DEFAULT_KEEP",
+    "LIVE_TURN_FACTOR",
     "Boundary",
     "Span",
     "TailItem",

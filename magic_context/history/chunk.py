@@ -49,6 +49,10 @@ _COMMIT_OUTPUT = re.compile(r"^\[[\w./@-]+(?: \([\w -]+\))? " + _HEX + r"\]", re
 _COMMIT_VERB = re.compile(r"(?i:\b(?:commit(?:ted|s)?|cherry-pick(?:ed)?|merged?|merges|revert(?:ed|s)?)\b)"
                           r"[^\n]{0,40}?\b" + _HEX + r"\b")
 _NOISE_LINE = re.compile(r"^(?:debugger attached\.?|waiting for the debugger.*|\s*>.*|npm warn.*)$", re.I)
+_HARNESS_FEEDBACK = re.compile(r"\s*(?:Tool call error:|Please always provide EXACTLY ONE action|"
+                               r"The last command <command>)")
+_RETURN_CODE = re.compile(r"^\s*<returncode>(-?\d+)</returncode>")
+_WRAPPER_LINE = re.compile(r"^(?:<returncode>-?\d+</returncode>|</?output>|<warning>|</warning>)$")
 _ERROR_WORD = re.compile(r"(?i)(?:error|failed|failure|fatal|exception|traceback|cannot|not found|denied)")
 
 
@@ -214,22 +218,27 @@ def tool_use(block: m.Block, root: str | None = None) -> ToolUse:
 
 def _outcome(use: ToolUse, result: m.Block) -> None:
     use.answered = True
-    use.error = use.error or result.is_error
-    lines = [line.strip() for line in (result.text or "").splitlines()
-             if line.strip() and not _NOISE_LINE.match(line.strip())]
+    text = result.text or ""
+    code = _RETURN_CODE.search(text[:200])  # mini-swe-agent: <returncode>N</returncode><output>…</output>
+    use.error = use.error or result.is_error or (code is not None and code.group(1) != "0")
+    lines = [line.strip() for line in text.splitlines()
+             if line.strip() and not _NOISE_LINE.match(line.strip()) and not _WRAPPER_LINE.match(line.strip())]
     if use.error:
         telling = next((line for line in lines if _ERROR_WORD.search(line)), lines[0] if lines else "failed")
+        if telling.startswith("Traceback"):  # the exception itself is the traceback's last line
+            telling = next(line for line in reversed(lines) if _ERROR_WORD.search(line))
         use.outcome = one_line(telling, OUTCOME_CHARS)
     elif use.action == "run" and lines and lines[-1] != "(no output)":
         use.outcome = one_line(lines[-1], 60)
 
 
 def is_prompt(msg: m.Message) -> bool:
-    """A user message a person typed: not synthetic, not a harness summary, with visible words."""
+    """A user message a person typed: not synthetic, not a harness summary, not an agent harness's own
+    feedback (mini-swe-agent's "Tool call error: …"), with visible words."""
     if msg.role != m.USER or msg.synthetic or msg.compaction:
         return False
     return any(b.kind == m.TEXT and not b.synthetic and not (b.meta and "command" in b.meta)
-               and clean_text(b.text) for b in msg.blocks)
+               and clean_text(b.text) and not _HARNESS_FEEDBACK.match(b.text) for b in msg.blocks)
 
 
 def digest_messages(messages: Sequence[m.Message], sizes: Sequence[int] | None = None,

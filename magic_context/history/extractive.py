@@ -1,18 +1,25 @@
 """The extractive historian: deterministic compartments from the raw history's structure, no model at all.
 
-It is the offline default and the last fallback of every chain, so it has to be useful on its own.
-From the chunk's digests (`chunk.Digest`):
+It is the offline default and the last fallback of every chain, so it has to be useful on its own and
+must answer validly for any chunk. From the chunk's digests (`chunk.Digest`):
 
-* episodes are cut at the prompts a person typed, then merged up to `TARGET_TOKENS` of true raw
-  history per compartment (an episode above 2.5 × the target is split at a point that keeps tool arcs
-  whole);
-* per compartment: a title (the request's gist); p1 episode by episode — the person's words verbatim
-  (clipped when long), files read and edited, commands run (failures marked), commits, errors, and the
-  assistant's closing words; p2 condensed; p3 one or two sentences; p4 anchors only (commits, paths);
+* episodes are cut at the prompts a person typed; a long autonomous run (few or no prompts) is cut into
+  steps at natural boundaries; both are merged into compartments of about `TARGET_TOKENS` of rendered
+  chunk text (`episodes`);
+* per compartment: a title (the request's gist, else the agent's own words, else what was done — never
+  empty); p1 piece by piece — the person's words verbatim (clipped when long), files read and edited (a
+  shell `sed -i`, `cat >` or `tee` on a project file counts as an edit),
+  commands run (failures marked), commits, errors, and the assistant's closing words; p2 condensed; p3
+  one or two sentences; p4 anchors only (commits, paths);
 * importance from what happened (commits and edits above browsing; a stated rule raises it), and an
   episode_type from the activity;
 * facts only where a person states a rule plainly ("always …", "never …", "don't …", "use X for Y",
   "X must never …").
+
+Compartments tile the chunk by construction (first starts at the chunk start, each starts after the
+previous one, the last ends at the chunk end). `ExtractiveProvider` still validates its own answer and,
+should it fail (or raise), answers with `coarse_output` — the chunk's own lines grouped into
+compartments, valid by construction — and records why in `degraded`, so a run always makes progress.
 
 Sentence-level wording (a request's gist, closing words, stated rules) lives in `wording`.
 
@@ -32,24 +39,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from magic_context.history import boundary, wording
-from magic_context.history.chunk import Chunk, Digest, clip, one_line
+from magic_context.history.chunk import Chunk, ChunkLine, Digest, clip, one_line
+from magic_context.history.episodes import episodes, group
+from magic_context.history.validate import validate_historian_output
 from magic_context.llm.base import Completion
 from magic_context.wire import model as m
 
 NAME = "extractive"
 MODEL = "extractive-v1"
-TARGET_TOKENS = 8_000
-SPLIT_FACTOR = 2.5
-UNKNOWN_TOKENS = 60
+TARGET_TOKENS = 1_500
 PROMPT_CHARS = 300
 CONCLUSION_CHARS = 260
 MAX_COMMANDS = 6
 MAX_ERRORS = 3
+COARSE_LINE_CHARS = 400
+TITLE_TEXTS = 6
 
 _INSPECT_COMMAND = re.compile(r"^(?:grep|rg|find|ls|cat|head|tail|wc|sed -n|awk|tree|file|stat|which|git "
                               r"(?:status|diff|log|show))\b")
 _TRIVIAL_COMMAND = re.compile(r"^(?:sleep|date|pwd|echo|true|clear|whoami)\b")
 _DOC_EXT = (".md", ".mdx", ".rst", ".txt", ".adoc")
+_FILE = r"([\w.-]*[./][\w./-]*)(?=$|[\s;&|])"
+_SHELL_WRITE = re.compile(r"(?:^|[;&|]\s*)(?:sed\s+-i\S*\s+(?:''\s+)?(?:'[^']*'|\"[^\"]*\"|[^\s'\"]+)\s+" + _FILE
+                          + r"|cat\s+(?:<<-?\s*['\"]?\w+['\"]?\s+)?>\s*" + _FILE + r"|tee\s+" + _FILE + ")")
 _INFRA_HINT = re.compile(r"(?i)(?:\bnpm (?:install|ci)\b|\bpip install\b|\bdocker|makefile|\.github/|\bworkflows?\b|"
                          r"tsconfig|package\.json|pyproject|\.ya?ml\b|dockerfile)")
 _RELEASE_HINT = re.compile(r"(?i)\b(?:release|publish|version:|npm version|git tag|changelog|bump)\b")
@@ -75,59 +87,6 @@ class Draft:
     episode_type: str
 
 
-def _size(d: Digest) -> int:
-    return d.tokens if d.tokens > 0 else UNKNOWN_TOKENS
-
-
-def episodes(digests: Sequence[Digest]) -> list[list[Digest]]:
-    """Digests cut before every prompt that asks for something ("continue", "ok", `/cmd` stay with the
-    episode before them); a leading run without a prompt is its own episode."""
-    out: list[list[Digest]] = []
-    for d in digests:
-        if not out or (d.prompt and not wording.trivial(d.text)):
-            out.append([d])
-        else:
-            out[-1].append(d)
-    return out
-
-
-def _split(episode: list[Digest], limit: int, unsafe: frozenset[int]) -> list[list[Digest]]:
-    parts: list[list[Digest]] = [[]]
-    used = 0
-    for d in episode:
-        current = parts[-1]
-        if current and used >= limit and d.role == m.ASSISTANT and current[-1].ordinal not in unsafe:
-            parts.append([])
-            used = 0
-        parts[-1].append(d)
-        used += _size(d)
-    return [p for p in parts if p]
-
-
-def group(digests: Sequence[Digest], spans: Sequence[boundary.Span], target: int = TARGET_TOKENS,
-          ) -> list[list[list[Digest]]]:
-    """Episodes merged into compartments of about `target` raw tokens (each compartment: its episodes)."""
-    unsafe = boundary.unsafe_cuts(spans)
-    pieces: list[list[Digest]] = []
-    for episode in episodes(digests):
-        if sum(_size(d) for d in episode) > SPLIT_FACTOR * target:
-            pieces.extend(_split(episode, target, unsafe))
-        else:
-            pieces.append(episode)
-    groups: list[list[list[Digest]]] = []
-    used = 0
-    for piece in pieces:
-        size = sum(_size(d) for d in piece)
-        if groups and (used >= target or (used + size > 1.5 * target and used >= target / 2)):
-            groups.append([])
-            used = 0
-        if not groups:
-            groups.append([])
-        groups[-1].append(piece)
-        used += size
-    return groups
-
-
 def _conclusion(episode: Sequence[Digest]) -> str:
     """The assistant's closing words: its last substantial text that is not an announced next step."""
     texts = [t for t in (wording.tidy(d.text) for d in episode if d.role == m.ASSISTANT and d.text) if t]
@@ -136,6 +95,14 @@ def _conclusion(episode: Sequence[Digest]) -> str:
     best = next((t for t in reversed(texts) if len(t) >= 30 and not t.endswith(":")),
                 next((t for t in reversed(texts) if len(t) >= 30), texts[-1]))
     return clip(best, CONCLUSION_CHARS)
+
+
+def _shell_write(command: str) -> str | None:
+    """The project file a shell command writes (`sed -i … f`, `cat > f`, `tee f`); scratch files in /tmp
+    are no project edits. Shell-only agents (mini-swe-agent, SWE-agent) edit files this way."""
+    match = _SHELL_WRITE.search(command)
+    path = next((g for g in match.groups() if g), None) if match else None
+    return path if path and not path.startswith(("/tmp/", "/dev/")) else None
 
 
 def _short_command(command: str) -> str:
@@ -171,6 +138,9 @@ class _Work:
             if d.note:
                 notes.append(d.note)
             for use in d.tools:
+                written = _shell_write(use.command) if use.command else None
+                if written:
+                    edits[written] += 1
                 if use.action in ("edit", "write") and use.path:
                     edits[use.path] += 1
                 elif use.action == "read" and use.path:
@@ -218,9 +188,11 @@ def _episode_line(episode: Sequence[Digest]) -> str:
     if head.prompt:
         pieces.append(f'U: "{clip(" ".join(wording.strip_images(head.text).split()), PROMPT_CHARS)}"')
     work = _Work.of(episode).sentence()
-    notes = [n for d in episode for n in ([d.note] if d.note else [])]
-    if notes:
-        pieces.append("user ran " + ", ".join(notes[:3]))
+    commands = [d.note for d in episode if d.note.startswith("!")]
+    others = [d.note for d in episode if d.note and not d.note.startswith("!")]
+    if commands:
+        pieces.append("user ran " + ", ".join(commands[:3]))
+    pieces += others[:2]
     if work:
         pieces.append(work[:1].upper() + work[1:])
     conclusion = _conclusion(episode)
@@ -258,31 +230,61 @@ def _importance(work: _Work, rules: int, substantive: bool) -> int:
 
 
 def _title(episodes_: Sequence[list[Digest]], digests: Sequence[Digest], work: _Work) -> tuple[str | None, str]:
-    """(the first request that led to work, the title). The title is that request's gist; when a later
-    request led to at least twice as much work, both gists joined by an arrow."""
-    asks = [(_Work.of(ep).score(), ep[0].text) for ep in episodes_ if ep[0].prompt and not wording.trivial(ep[0].text)]
+    """(the request that weighs most, the title: its gist). Weight: the request's length in words (up to 25;
+    pasted material counts 5) plus the work it led to (up to 15)."""
+    asks = [(ep[0].text, _Work.of(ep).score()) for ep in episodes_ if ep[0].prompt and not wording.trivial(ep[0].text)]
     if asks:
-        first_score, first = next(((sc, t) for sc, t in asks if sc > 0), asks[0])
-        best_score, best = max(asks, key=lambda a: a[0])
-        if best != first and best_score >= 2 * max(1, first_score):
-            return first, clip(f"{wording.gist(first, 50)} → {wording.gist(best, 50)}", 100)
-        return first, wording.gist(first)
+        best = max(asks, key=lambda a: (5 if wording.pasted(a[0]) else min(len(a[0].split()), 25)) + min(a[1], 15))[0]
+        return best, wording.gist(best)
+    if all(d.role == m.SYSTEM for d in digests):
+        return None, "System prompt"
+    said = _agent_title(digests)
+    if said and wording.sentence_score(said) > 0:  # the agent named its goal ("I'll add pre_save to …")
+        return None, said
     top = [p for p, _ in work.edits.most_common(2)]
     if top:
         return None, "Continued: edits to " + ", ".join(p.rsplit("/", 1)[-1] for p in top)
-    text = next((d.text for d in digests if d.role == m.ASSISTANT and d.text), "")
-    return None, wording.gist(wording.tidy(text)) if text else "Tool activity"
+    return None, said or _work_title(work) or f"Messages {digests[0].ordinal}-{digests[-1].ordinal}"
+
+
+def _agent_title(digests: Sequence[Digest]) -> str:
+    """The gist of the agent's own words where no person asked: its best-scoring sentence among the first
+    few things it said (a lead-in such as "Let me look at X:" counts when nothing better is there)."""
+    texts = [d.text for d in digests if d.role == m.ASSISTANT and d.text][:TITLE_TEXTS]
+    found = [g for g in (wording.gist(wording.tidy(t) or wording.plain(t)) for t in texts) if g.strip(" .…")]
+    return max(found, key=lambda g: (wording.sentence_score(g) + (len(g.split()) >= 6), -found.index(g))) \
+        if found else ""
+
+
+def _work_title(work: _Work) -> str:
+    if work.commands:
+        return "Ran " + work.commands[0] + (f" (+{len(work.commands) - 1} more)" if len(work.commands) > 1 else "")
+    if work.reads:
+        return "Read " + ", ".join(p.rsplit("/", 1)[-1] for p in work.reads[:3])
+    return "Tool activity" if work.searches or work.errors else ""
+
+
+def _outcome(work: _Work, top: Sequence[str]) -> str:
+    def names(paths: Sequence[str]) -> str:
+        return ", ".join(p.rsplit("/", 1)[-1] for p in paths)
+
+    if work.edits:
+        return f"edited {len(work.edits)} file{'s' if len(work.edits) != 1 else ''} ({names(top)})"
+    if work.commands:
+        return f"ran {len(work.commands)} command{'s' if len(work.commands) != 1 else ''}" + \
+            (f", read {names(work.reads[:3])}" if work.reads else "")
+    return f"investigated {names(work.reads[:3])}" if work.reads else "discussion"
 
 
 def _follow_ups(episodes_: Sequence[list[Digest]], first: str, count: int) -> str:
-    """` (+N follow-ups: a; b; c)` naming the three follow-ups that led to the most work."""
+    """` (+N other prompts: a; b; c)` naming, in order, the three others that led to the most work."""
     if count <= 0:
         return ""
     asks = [(i, _Work.of(ep).score(), ep[0].text) for i, ep in enumerate(episodes_)
             if ep[0].prompt and ep[0].text != first and not wording.trivial(ep[0].text)]
     named = sorted(sorted(asks, key=lambda a: -a[1])[:3])
     names = "; ".join(wording.gist(text, 50) for _, _, text in named)
-    return f" (+{count} follow-up{'s' if count > 1 else ''}" + (f": {names})" if names else ")")
+    return f" (+{count} other prompt{'s' if count > 1 else ''}" + (f": {names})" if names else ")")
 
 
 def summarize(episodes_: Sequence[list[Digest]], rules: int = 0) -> Draft:
@@ -290,31 +292,30 @@ def summarize(episodes_: Sequence[list[Digest]], rules: int = 0) -> Draft:
     digests = [d for ep in episodes_ for d in ep]
     prompts = [d.text for d in digests if d.prompt]
     work = _Work.of(digests)
-    first_ask, title = _title(episodes_, digests, work)
+    request, title = _title(episodes_, digests, work)
     top = [p for p, _ in work.edits.most_common(3)]
     lines = [line for line in (_episode_line(ep) for ep in episodes_) if line]
     p1 = "\n".join(lines) or title
     conclusion = next((c for c in (_conclusion(ep) for ep in reversed(episodes_)) if c), "")
     p2_parts = []
-    if first_ask:
-        p2_parts.append(f'U: "{clip(" ".join(wording.strip_images(first_ask).split()), 160)}"'
-                        + _follow_ups(episodes_, first_ask, len(prompts) - 1))
+    if request:
+        p2_parts.append(f'U: "{clip(" ".join(wording.strip_images(request).split()), 160)}"'
+                        + _follow_ups(episodes_, request, len(prompts) - 1))
     if work.edits:
         p2_parts.append("Edited " + ", ".join(list(work.edits)[:8]) + (" …" if len(work.edits) > 8 else ""))
     elif work.reads:
         p2_parts.append("Read " + ", ".join(work.reads[:6]) + (" …" if len(work.reads) > 6 else ""))
     if work.commits:
         p2_parts.append("Commits " + " ".join(work.commits))
-    if conclusion:
-        p2_parts.append("Outcome: " + wording.first_sentence(conclusion))
+    outcome_line = wording.first_sentence(conclusion)
+    if outcome_line:
+        p2_parts.append("Outcome: " + outcome_line)
     p2 = ". ".join(p2_parts) or p1
-    outcome = (f"edited {len(work.edits)} file{'s' if len(work.edits) != 1 else ''} ("
-               + ", ".join(p.rsplit("/", 1)[-1] for p in top) + ")") if work.edits else \
-        ("investigated " + ", ".join(p.rsplit("/", 1)[-1] for p in work.reads[:3]) if work.reads else "discussion")
+    outcome = _outcome(work, top)
     p3 = f"{title}: {outcome}" + (f"; committed {' '.join(work.commits)}" if work.commits else "") + "."
-    last = _conclusion(episodes_[-1]) if len(episodes_) > 1 else ""
+    last = wording.first_sentence(_conclusion(episodes_[-1]), 140) if len(episodes_) > 1 else ""
     if last:
-        p3 += f" Ended: {wording.first_sentence(last, 140)}"
+        p3 += f" Ended: {last}"
     p4 = " · ".join([*work.commits, *top]) if (work.commits or top) else ""
     return Draft(digests[0].ordinal, digests[-1].ordinal, title, p1, p2, p3, p4,
                  _importance(work, rules, bool(prompts)), _types(" ".join(prompts), work))
@@ -344,6 +345,17 @@ def render_output(drafts: Sequence[Draft], facts: Sequence[tuple[str, str]], sta
     return "\n".join(out)
 
 
+def _tile(drafts: list[Draft], start: int, end: int) -> list[Draft]:
+    """Drafts made contiguous over `start..end` (holes in the ordinals join the compartment before them),
+    each with a title and a p1."""
+    for i, d in enumerate(drafts):
+        d.start = start if i == 0 else drafts[i - 1].end + 1
+        d.end = end if i == len(drafts) - 1 else d.end
+        d.title = d.title.strip() or f"Messages {d.start}-{d.end}"
+        d.p1 = d.p1 if d.p1.strip() else d.title
+    return drafts
+
+
 def extractive_output(chunk: Chunk, spans: Sequence[boundary.Span] | None = None, target: int = TARGET_TOKENS) -> str:
     """The extractive historian's answer for `chunk` (deterministic)."""
     if chunk.empty:
@@ -354,11 +366,41 @@ def extractive_output(chunk: Chunk, spans: Sequence[boundary.Span] | None = None
         rules = [r for ep in episodes_ for d in ep if d.prompt for r in wording.find_rules(d.text)]
         facts += [("PROJECT_RULES", r) for r in rules if ("PROJECT_RULES", r) not in facts]
         drafts.append(summarize(episodes_, len(rules)))
-    return render_output(drafts, facts, chunk.start, chunk.end)
+    return render_output(_tile(drafts, chunk.start, chunk.end), facts, chunk.start, chunk.end)
+
+
+def coarse_output(chunk: Chunk, target: int = TARGET_TOKENS) -> str:
+    """A cut valid by construction, for when the detailed answer fails: the chunk's own rendered lines
+    (already arc-safe) grouped into compartments of about `target` tokens, tiling the chunk."""
+    groups: list[list[ChunkLine]] = []
+    used = 0
+    for line in chunk.lines:
+        if not groups or (used >= target and line.start > groups[-1][-1].end):
+            groups.append([])
+            used = 0
+        groups[-1].append(line)
+        used += len(line.text) // 4 + 1
+    drafts = []
+    for lines in groups or [[]]:
+        last = lines[-1].end if lines else chunk.end
+        p1 = "\n".join(clip(" ".join(line.text.split()), COARSE_LINE_CHARS) for line in lines)
+        asked = next((line.text.split("U:", 1)[-1] for line in lines if line.role == "U"), "")
+        title = wording.gist(asked) if asked.strip() else ""
+        drafts.append(Draft(0, last, title, p1, p1, p1, "", 20, "investigation"))
+    drafts = [d for i, d in enumerate(drafts) if i == len(drafts) - 1 or d.end < drafts[i + 1].end]
+    return render_output(_tile(drafts, chunk.start, chunk.end), [], chunk.start, chunk.end)
+
+
+def check_output(text: str, chunk: Chunk) -> None:
+    """Raise `HistorianValidationError` when `text` is no valid answer for `chunk` (the runner's own rules)."""
+    validate_historian_output(text, chunk.start, chunk.end, tool_only=chunk.tool_only, tool_arcs=chunk.arcs,
+                              emergency=True)
 
 
 class ExtractiveProvider:
-    """A `Provider` that answers from the chunk it was built for (see the module docstring)."""
+    """A `Provider` that answers from the chunk it was built for (see the module docstring).
+
+    `degraded` says why the last answer is the coarse cut (None: the detailed answer validated)."""
 
     name = NAME
     model = MODEL
@@ -366,10 +408,18 @@ class ExtractiveProvider:
     def __init__(self, chunk: Chunk, *, target: int = TARGET_TOKENS) -> None:
         self.chunk = chunk
         self.target = target
+        self.degraded: str | None = None
 
     def complete(self, system: str, prompt: str, *, max_tokens: int | None = None) -> Completion:
         started = time.monotonic()
-        text = extractive_output(self.chunk, target=self.target)
+        self.degraded = None
+        try:
+            text = extractive_output(self.chunk, target=self.target)
+            if not self.chunk.empty:
+                check_output(text, self.chunk)
+        except Exception as exc:  # the last fallback of every chain must answer: fall back to the coarse cut
+            self.degraded = f"{type(exc).__name__}: {exc}"
+            text = coarse_output(self.chunk, self.target)
         return Completion(text=text, provider=NAME, model=MODEL, usage=None,
                           ms=round((time.monotonic() - started) * 1000))
 
@@ -380,6 +430,8 @@ __all__ = [
     "TARGET_TOKENS",
     "Draft",
     "ExtractiveProvider",
+    "check_output",
+    "coarse_output",
     "episodes",
     "extractive_output",
     "group",

@@ -19,11 +19,14 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from magic_context.errors import MCError
-from magic_context.history.chunk import Chunk
-from magic_context.history.validate import ValidatedOutput
 from magic_context.store.db import classify
+
+if TYPE_CHECKING:
+    from magic_context.history.chunk import Chunk
+    from magic_context.history.validate import ValidatedOutput
 
 LAST_PUBLISH_KEY = "historian_last_publish"
 DEFAULT_IMPORTANCE = 50

@@ -5,8 +5,9 @@
 mode for trigger runs, keep mode for `mc wrapup`), renders the chunk, asks the provider chain
 (configured providers, then `extractive`, always last), validates strictly (one repair per provider),
 and publishes. It records `session_state.historian` ({"state": "running"|"idle", …}, for `mc status`)
-and `historian_failure` ({class, provider, at, message}) when a provider failed — cleared once a run
-succeeds with no failed attempt.
+and `historian_failure` ({class, provider, at, message}) when a provider failed, or class "degraded" when
+the extractive answer fell back to its coarse cut (still published, so a run always makes progress) —
+cleared once a run succeeds cleanly.
 
 For the transform pass: `is_running` is the veto check (one indexed read), `inline_mode()` says whether
 `MAGIC_CONTEXT_HISTORIAN=inline` asks for `run_once` inside the pass, and `launch_background` starts
@@ -17,6 +18,7 @@ config (pydantic) is loaded inside `run_once` when the caller passes none.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import sys
@@ -187,15 +189,19 @@ def _threshold(config: Any, model_key: str | None) -> float:
     return float(value)
 
 
-def _usage_percent(conn: sqlite3.Connection, session_pk: int, limit: int) -> float:
+def _last_report(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
+    """The newest stored pass report (usage, threshold as the pass computed them), or {}."""
     row = conn.execute("SELECT report_json FROM pass_reports WHERE session_pk = ? ORDER BY id DESC LIMIT 1",
                        (session_pk,)).fetchone()
-    if row is None or not limit:
-        return 0.0
+    if row is None:
+        return {}
     import json
 
-    report = json.loads(row[0])
-    return 100 * float(report.get("usage_tokens") or report.get("tokens_after") or 0) / limit
+    try:
+        report = json.loads(row[0])
+    except ValueError:
+        return {}
+    return report if isinstance(report, dict) else {}
 
 
 @dataclass
@@ -271,6 +277,19 @@ def _failure(attempts: list[Attempt], now_ms: int, recovered_by: str | None) -> 
     return record
 
 
+def _degraded(chain: Sequence[Any], winner: str, now_ms: int, failure: dict[str, Any] | None,
+              ) -> dict[str, Any] | None:
+    """`failure`, or a record of the extractive answer having fallen back to its coarse cut (published, but
+    worth a look: the detailed answer failed its own validation)."""
+    provider = next((p for p in chain if p.name == winner and getattr(p, "degraded", None)), None)
+    if provider is None:
+        return failure
+    if failure is not None:
+        return {**failure, "degraded": provider.degraded}
+    return {"class": "degraded", "provider": winner, "model": getattr(provider, "model", None), "at": now_ms,
+            "message": provider.degraded, "recovered_by": f"{winner} (coarse cut)"}
+
+
 def run_once(conn: sqlite3.Connection | None = None, session_pk: int | None = None, *, provider: Any = None,
              keep: int | None = None, emergency: bool = False, now_ms: int | None = None, config: Any = None,
              lease_holder: str | None = None, mode: str = "inline") -> RunResult:
@@ -313,11 +332,13 @@ def _run(conn: sqlite3.Connection, session_pk: int, *, provider: Any, keep: int 
         _state(conn, session_pk, STATE_KEY, idle, now)
         return result
     except BaseException:
-        _state(conn, session_pk, STATE_KEY, {"state": "idle", "last_run_at": now, "last_status": "error"}, now)
+        with contextlib.suppress(sqlite3.Error, MCError):  # never mask the original error
+            _state(conn, session_pk, STATE_KEY, {"state": "idle", "last_run_at": now, "last_status": "error"}, now)
         raise
     finally:
         if lease_holder is None or adopted:
-            release_lease(conn, session_pk, holder)
+            with contextlib.suppress(sqlite3.Error, MCError):  # an unreleased lease expires after the timeout
+                release_lease(conn, session_pk, holder)
 
 
 def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, config: Any, *, provider: Any,
@@ -326,10 +347,12 @@ def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, confi
     from magic_context.history.validate import validate_historian_output
     from magic_context.llm.chain import ChainExhausted, complete_with_chain
 
+    report = _last_report(conn, session_pk) if keep is None else {}
     limit = session.context_limit or DEFAULT_CONTEXT_LIMIT
-    threshold = _threshold(config, session.model_key)
+    threshold = float(report.get("threshold_percent") or _threshold(config, session.model_key))
     if keep is None and not emergency:
-        emergency = _usage_percent(conn, session_pk, limit) >= trigger.emergency_percent(threshold)
+        usage = float(report.get("usage_tokens") or report.get("tokens_after") or 0)
+        emergency = 100 * usage / limit >= trigger.emergency_percent(threshold)
     p = plan(conn, session_pk, keep=keep, emergency=emergency,
              protect_tokens=boundary.protected_tail_tokens(limit, threshold), budget=chunk.chunk_budget(),
              harness=session.harness, project_dir=session.project_dir)
@@ -384,7 +407,7 @@ def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, confi
     except publish.StalePublish as exc:
         result.status, result.reason = STALE, exc.one_line()
         return result
-    failure = _failure(attempts, now, winner.provider)
+    failure = _degraded(chain, winner.provider, now, _failure(attempts, now, winner.provider))
     _state(conn, session_pk, FAILURE_KEY, failure, now)
     result.status, result.failure = PUBLISHED, failure
     result.compartments, result.facts = published.compartments, published.facts_new

@@ -25,13 +25,17 @@ _PRONOUN_START = re.compile(r"^(?:that|this|it|which|there|you|we)\b", re.IGNORE
 _CHEER = re.compile(r"^(?:(?:perfect|great|excellent|good|done|ok(?:ay)?|nice|awesome|alright|all set|oops|"
                     r"got it|aha|fixed)(?: news)?(?:[!.,]\s*|$))+", re.IGNORECASE)
 _LEAD_IN = re.compile(r"(?i)^(?:now\s+)?(?:let me|let's|i'll|i will|here's|here is|now i|so)\b")
-_GOAL = re.compile(r"(?i)\b(?:need to|needs to|should|must|port|fix|add|create|implement|make|write|remove|change|"
-                   r"update|refactor|use|support|rename|release|adjust|modify)\b")
+_IDENTIFIER = re.compile(r"[\w-]+\.[a-z]{1,5}\b|[a-z]+[A-Z_]\w*|/")
+_GOAL = re.compile(r"(?i)\b(?:need to|needs to|should|must|port|fix|add|create|implement|make|write|remove|delete|"
+                   r"change|update|refactor|use|support|rename|release|adjust|modify)\b")
 _PREPARE = re.compile(r"(?i)^(?:read|look|check|see|show|open|investigate|find|tell me|explain)\b")
-_PASTED = re.compile(r"➜|git:\(|^\$ |^\+\d+ |^[-+] |^\s*at \S+ \(")
+_PASTED = re.compile(r"➜|git:\(|^\$ |^\+\d+ |^[-+] |^\s*at \S+ \(|^~?/\S*\s*(?:\(\w+\))?$|[├└│─]")
+_ERROR_LINE = re.compile(r"\b(?:\w*Error|ENOENT|EACCES|Traceback)\b:?")
 _IMAGE_PATH = re.compile(r"'(/[^']*\.(?:png|jpe?g|gif|webp))'|(?<!\S)/\S+\.(?:png|jpe?g|gif|webp)\b",
                          re.IGNORECASE)
-_MARKDOWN = re.compile(r"\*\*|__|^#+\s*|^\s*[-*]\s+", re.MULTILINE)
+_BOX = re.compile(r"[├└│┌┐┘┬┴┼]")
+_TASK_TITLE = re.compile(r"<pr_description>\s*(?:Consider the following PR description:\s*)?([^\n]+)", re.I)
+_MARKDOWN = re.compile(r"\*\*|__|^#+\s*|^\s*[-*]\s+|^\s*\d+[.)]\s+", re.MULTILINE)
 
 
 def plain(text: str) -> str:
@@ -39,10 +43,19 @@ def plain(text: str) -> str:
     return " ".join(_MARKDOWN.sub("", text).split())
 
 
+def pasted(text: str) -> bool:
+    """Mostly pasted material (a diff, a terminal session, a stack trace) rather than a request."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    marked = sum(1 for line in lines if _PASTED.search(line.strip()) or line.lstrip().startswith(("+", "-", ">")))
+    return len(lines) >= 3 and marked >= 0.3 * len(lines)
+
+
 def trivial(text: str) -> bool:
     """A prompt that asks for nothing new: "continue", "ok", a slash command, one word."""
     words = _FILLER.sub("", text.strip()).strip(" .!?,").lower()
-    return not words or words in _TRIVIAL or text.strip().startswith("/") or len(words.split()) < 2
+    if not words or words in _TRIVIAL or text.strip().startswith("/") or len(words.split()) < 2:
+        return True
+    return len(words.split()) <= 3 and not _GOAL.search(words) and not _IDENTIFIER.search(words)
 
 
 def sentence_score(sentence: str) -> int:
@@ -53,6 +66,7 @@ def sentence_score(sentence: str) -> int:
     score -= 3 if _PROFANE.search(sentence) else 0
     score -= 2 if sentence.lower().startswith("if ") else 0
     score -= 3 if _PASTED.search(sentence) else 0
+    score += 1 if _ERROR_LINE.search(sentence) else 0
     return score
 
 
@@ -60,9 +74,10 @@ def gist(text: str, limit: int = 80) -> str:
     """The sentence of a request that best names the work, without filler, capitalized, within `limit`.
 
     Long sentences keep their leading clauses up to the limit (so a file named in the second clause
-    survives); screenshots become `[image]`.
+    survives); screenshots become `[image]`; a SWE-bench style `<pr_description>` yields its first line.
     """
-    text = _IMAGE_PATH.sub("[image]", text)
+    task = _TASK_TITLE.search(text)  # a SWE-bench style task (mini-swe-agent, SWE-agent): the issue's title
+    text = _IMAGE_PATH.sub("[image]", task.group(1) if task else text)
     sentences = [_FILLER.sub("", " ".join(x.split())).strip() for x in _SENTENCE.split(text)]
     sentences = [x for x in sentences if x and not trivial(x)] or [_FILLER.sub("", " ".join(text.split()))]
     best = max(sentences, key=sentence_score)  # max keeps the first of equals
@@ -74,7 +89,7 @@ def gist(text: str, limit: int = 80) -> str:
             if len(kept) + 2 + len(clause) > limit:
                 break
             kept += ", " + clause
-        best = kept if len(kept) >= 20 else best
+        best = kept if len(kept) >= 0.6 * limit else best
     best = clip(best.rstrip(" .,;:"), limit)
     return best[:1].upper() + best[1:]
 
@@ -82,11 +97,17 @@ def gist(text: str, limit: int = 80) -> str:
 def tidy(text: str) -> str:
     """Assistant prose on one line: no headings, no lead-in lines ("Summary:", "Let me …:"), no cheering."""
     kept = []
+    fenced = False
     for raw_line in text.splitlines():
+        if raw_line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
         line = plain(raw_line)
-        if not line or raw_line.lstrip().startswith(("#", "```")) \
+        if fenced or not line or raw_line.lstrip().startswith("#") or _BOX.search(line) \
                 or (line.endswith(":") and len(line.split()) < 12):
             continue
+        if kept and not kept[-1].endswith((".", "!", "?", ":", ";", ",")):
+            kept[-1] += ";"  # list items and short lines read as a series
         kept.append(line)
     return _CHEER.sub("", " ".join(kept)).strip()
 
@@ -95,7 +116,7 @@ def first_sentence(text: str, limit: int = 160) -> str:
     """The first sentence that says something (not a lead-in like "Let me …" or "Here's what I did")."""
     pieces = [x.strip() for x in re.split(r"(?<=[.!?])\s+|:\s+(?=[A-Z0-9`])", text) if x.strip()]
     good = [x for x in pieces if len(x.split()) >= 4 and not _LEAD_IN.match(x)]
-    return clip(good[0] if good else (pieces[0] if pieces else ""), limit)
+    return clip(good[0], limit) if good else ""
 
 
 def find_rules(text: str) -> list[str]:
@@ -127,4 +148,5 @@ def strip_images(text: str) -> str:
     return _IMAGE_PATH.sub("[image]", text)
 
 
-__all__ = ["find_rules", "first_sentence", "gist", "plain", "sentence_score", "strip_images", "tidy", "trivial"]
+__all__ = ["find_rules", "first_sentence", "gist", "pasted", "plain", "sentence_score", "strip_images", "tidy",
+           "trivial"]
