@@ -31,7 +31,7 @@ from magic_context.records import record
 from magic_context.wire.arcs import find_arcs
 from magic_context.wire.model import Message
 
-PROTECTED_SHARE = 0.25
+PROTECTED_SHARE = 0.15
 PROTECTED_CAP_SHARE = 0.40
 PROTECTED_ABS_CAP = 96_000
 PROTECTED_FLOOR = 4_000
@@ -69,7 +69,7 @@ class Boundary:
 
 
 def protected_tail_tokens(context_limit: int, threshold_percent: float) -> int:
-    """The raw tail kept unsummarized: 25% of the usable window (limit × threshold), at least 4 000,
+    """The raw tail kept unsummarized: 15% of the usable window (limit × threshold), at least 4 000,
     at most 40% of the usable window and 96 000."""
     usable = context_limit * threshold_percent / 100
     return int(min(max(round(usable * PROTECTED_SHARE), PROTECTED_FLOOR), round(usable * PROTECTED_CAP_SHARE),
