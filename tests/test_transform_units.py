@@ -128,6 +128,9 @@ def test_scheduler_limits_and_decisions() -> None:
     assert not never.execute
     band = scheduler.decide(96_000, 100_000, 65, now_ms=0, last_activity_ms=None, ttl_ms=300_000)
     assert band.force and band.block_band
+    raised = scheduler.decide(87_000, 100_000, 88, now_ms=0, last_activity_ms=None, ttl_ms=300_000)
+    assert not raised.force  # the force band follows a raised threshold (threshold + 2 = 90%)
+    assert scheduler.decide(91_000, 100_000, 88, now_ms=0, last_activity_ms=None, ttl_ms=300_000).force
 
 
 def test_temporal_markers() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from magic_context.history.trigger import emergency_percent
 from magic_context.records import record
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
@@ -17,9 +18,8 @@ if TYPE_CHECKING:
 
 MIN_PLAUSIBLE_LIMIT: Final = 1024
 DEFAULT_LIMIT: Final = 200_000
-FORCE_PERCENT: Final = 85.0
+FORCE_PERCENT: Final = 85.0  # the force band at the default threshold; it rises with the threshold
 BLOCK_PERCENT: Final = 95.0
-HISTORIAN_FORCE_PERCENT: Final = 80.0
 EXECUTE_THRESHOLD_CAP: Final = 90.0
 
 # Model id fragments → context window, most specific first (matched on the lower-cased id).
@@ -77,7 +77,7 @@ class Decision:
     usage_percent: float
     threshold_percent: float
     ttl_expired: bool
-    force: bool  # ≥85%: materialize and drain
+    force: bool  # ≥ max(85, threshold + 2)%: materialize and drain (one band shared with the historian)
     block_band: bool  # ≥95%
 
 
@@ -113,7 +113,7 @@ def decide(
         usage_percent=percent,
         threshold_percent=threshold,
         ttl_expired=expired,
-        force=percent >= FORCE_PERCENT,
+        force=percent >= emergency_percent(threshold),
         block_band=percent >= BLOCK_PERCENT,
     )
 
@@ -122,7 +122,6 @@ __all__ = [
     "BLOCK_PERCENT",
     "DEFAULT_LIMIT",
     "FORCE_PERCENT",
-    "HISTORIAN_FORCE_PERCENT",
     "Decision",
     "Limit",
     "builtin_limit",
