@@ -304,3 +304,16 @@ def test_status_after_passes(mc) -> None:
     assert data["passes"][-1]["pass"] == "fold" and "database" in data["paths"]
     human = mc("status", "--latest")
     assert human.returncode == 0 and b"tags" in human.stdout
+
+
+def test_project_docs_in_m0_unless_disabled(mc, tmp_path, isolated_dirs) -> None:
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "ARCHITECTURE.md").write_text("The spine holds.")
+    _, out = run(mc, envelope(PI_ARRAY, harness="pi", project_dir=str(project)))
+    assert '<file name="ARCHITECTURE.md">\nThe spine holds.\n</file>' in out["messages"][0]["content"][0]["text"]
+    config = isolated_dirs["config"]
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text("[dreamer]\ninject_docs = false\n")
+    _, out = run(mc, envelope(PI_ARRAY, harness="pi", project_dir=str(project), session_id="s-nodocs"))
+    assert "ARCHITECTURE.md" not in dumps(out["messages"])

@@ -80,6 +80,7 @@ HOT_KEYS: Final[dict[str, tuple[Any, Validator]]] = {
     "system_prompt_injection.enabled": (True, _is_bool),
     "system_prompt_injection.skip_signatures": (["<!-- magic-context: skip -->"], _str_list),
     "memory.enabled": (True, _is_bool),
+    "dreamer.inject_docs": (True, _is_bool),
     "memory.injection_budget_tokens": (4000, _int_in(500, 20000)),
     "historian.timeout_ms": (300_000, _int_in(1000)),
     "output_reserve": (None, _optional(_int_in(0))),

@@ -314,7 +314,8 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
             session_pk=pk, project_id=project_id, project_dir=inp.project_dir,
             history_budget=int(hot["history_budget_percentage"] * limit.tokens * threshold / 100),
             memory_budget=int(hot["memory.injection_budget_tokens"]), temporal=bool(hot["temporal_awareness"]),
-            include_history=compaction and primary, include_memory=bool(hot["memory.enabled"]), include_docs=True,
+            include_history=compaction and primary, include_memory=bool(hot["memory.enabled"]),
+            include_docs=bool(hot["dreamer.inject_docs"]),
             estimate=history_render.estimate_tokens)
         if bust and not hard:
             m1_text = head.render_m1(conn, ctx, m0_meta)
