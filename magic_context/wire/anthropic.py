@@ -40,20 +40,8 @@ def _string(block: dict, name: str, where: str) -> str:
 
 
 def _result_text(content: Any, where: str) -> str:
-    """A tool_result's output flattened to text: the string, or its text sub-blocks joined by newlines."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise _bad(f"{where}.content", f"expected a string or an array of blocks, got {_kind(content)}")
-    texts = []
-    for k, part in enumerate(content):
-        if not isinstance(part, dict):
-            raise _bad(f"{where}.content[{k}]", f"expected an object, got {_kind(part)}")
-        if part.get("type") == "text":
-            texts.append(_string(part, "text", f"{where}.content[{k}]"))
-    return "\n".join(texts)
+    """Text of a content value: the string, or its text parts joined by newlines."""
+    return m.joined_text(content, where, _bad)
 
 
 def _decode_block(raw: Any, where: str, key: str, names: dict[str, str]) -> m.Block:

@@ -162,6 +162,28 @@ def json_kind(value: Any) -> str:
     return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
 
 
+def joined_text(content: Any, where: str, bad: Any) -> str:
+    """Text of a provider content value: the string, or its `{"type": "text"}` parts joined by newlines.
+
+    `bad(where, what)` builds the codec's own BadInput for a malformed value.
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise bad(f"{where}.content", f"expected a string or an array of blocks, got {json_kind(content)}")
+    texts = []
+    for k, part in enumerate(content):
+        if not isinstance(part, dict):
+            raise bad(f"{where}.content[{k}]", f"expected an object, got {json_kind(part)}")
+        if part.get("type") == "text":
+            if not isinstance(part.get("text"), str):
+                raise bad(f"{where}.content[{k}].text", f"expected a string, got {json_kind(part.get('text'))}")
+            texts.append(part["text"])
+    return "\n".join(texts)
+
+
 __all__ = [
     "ANTHROPIC",
     "ASSISTANT",

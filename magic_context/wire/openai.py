@@ -54,21 +54,7 @@ def _bad(where: str, what: str) -> BadInput:
 
 def _text_of(content: Any, where: str) -> str:
     """Text of a content value: the string, or its text parts joined by newlines."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise _bad(f"{where}.content", f"expected a string, an array of parts or null, got {_kind(content)}")
-    texts = []
-    for j, part in enumerate(content):
-        if not isinstance(part, dict):
-            raise _bad(f"{where}.content[{j}]", f"expected an object, got {_kind(part)}")
-        if part.get("type") == "text":
-            if not isinstance(part.get("text"), str):
-                raise _bad(f"{where}.content[{j}].text", f"expected a string, got {_kind(part.get('text'))}")
-            texts.append(part["text"])
-    return "\n".join(texts)
+    return m.joined_text(content, where, _bad)
 
 
 def _data_url_type(url: Any) -> str | None:
