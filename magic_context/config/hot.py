@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 from magic_context import paths
 from magic_context.config.files import ConfigWarning, deep_merge, get_path, project_config_path, read_toml
@@ -19,6 +18,8 @@ from magic_context.records import Factory, record
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
     from typing import Any, Final
+
+    from magic_context.paths import StrPath
 
 _DURATION: Final = re.compile(r"^(?:never|\d+(?:\.\d+)?(?:ms|s|m|h|d))$")
 _UNITS_MS: Final = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -153,9 +154,9 @@ def _flatten_defaults(tiers: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def load_hot(project_dir: Path | None = None, *, user_file: Path | None = None) -> HotConfig:
+def load_hot(project_dir: StrPath | None = None, *, user_file: StrPath | None = None) -> HotConfig:
     """Read the hot keys from both tiers. Never raises for config problems."""
-    user_path = user_file or paths.user_config_path()
+    user_path = user_file or paths.user_config_file()
     user_raw, warnings = read_toml(user_path)
     user, user_warnings = _hot_subset(user_raw, str(user_path))
     warnings += user_warnings

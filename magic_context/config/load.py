@@ -85,7 +85,8 @@ def load_config(project_dir: Path | None = None, *, user_file: Path | None = Non
     user_clean, user_warnings = validate_tier(user_raw, str(user_path))
     warnings += user_warnings
 
-    project_path = project_config_path(project_dir)
+    project_file = project_config_path(project_dir)
+    project_path = Path(project_file) if project_file is not None else None
     project_clean: dict[str, Any] = {}
     if project_path is not None:
         project_raw, project_warnings = read_toml(project_path)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from pathlib import Path
 
 from magic_context import paths
 from magic_context.errors import SchemaTooNew, StorageBusy, StorageUnavailable, UnsafeLocation
@@ -16,6 +15,8 @@ from magic_context.errors import SchemaTooNew, StorageBusy, StorageUnavailable, 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
     from typing import Final
+
+    from magic_context.paths import StrPath
 
 # Must equal the number of migrations in store/migrations.py (a test asserts it).
 SCHEMA_VERSION: Final = 1
@@ -30,8 +31,8 @@ def _refuse_real_data_under_pytest() -> None:
         )
 
 
-def _create_private_file(path: Path) -> None:
-    if path.exists():
+def _create_private_file(path: StrPath) -> None:
+    if os.path.exists(path):
         return
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, paths.FILE_MODE)
     os.close(fd)
@@ -39,7 +40,7 @@ def _create_private_file(path: Path) -> None:
 
 
 def connect(
-    path: Path | None = None,
+    path: StrPath | None = None,
     *,
     busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     cache_size_mb: int | None = None,
@@ -49,11 +50,11 @@ def connect(
     """Open the database with mc's pragmas (WAL, busy_timeout, foreign keys); no schema check."""
     if path is None:
         _refuse_real_data_under_pytest()
-        path = paths.db_path()
-    if not create and not path.exists():
+        path = paths.db_file()
+    if not create and not os.path.exists(path):
         raise StorageUnavailable(f"database {path} does not exist", fix="run `mc migrate` to create it")
     try:
-        paths.ensure_private_dir(path.parent)
+        paths.ensure_private_dir(os.path.dirname(os.path.abspath(path)))
         _create_private_file(path)
         conn = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
     except (OSError, sqlite3.Error) as exc:
@@ -76,7 +77,7 @@ def connect(
     return conn
 
 
-def classify(exc: sqlite3.Error, path: Path | None = None) -> StorageUnavailable:
+def classify(exc: sqlite3.Error, path: StrPath | None = None) -> StorageUnavailable:
     """Turn a sqlite3 error into the matching typed error (busy is transient, the rest is not)."""
     text = str(exc)
     where = f" ({path})" if path else ""
@@ -89,11 +90,11 @@ def user_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
-def check_fence(conn: sqlite3.Connection, path: Path | None = None) -> int:
+def check_fence(conn: sqlite3.Connection, path: StrPath | None = None) -> int:
     """Return the database's schema version; raise SchemaTooNew if a newer mc wrote it."""
     version = user_version(conn)
     if version > SCHEMA_VERSION:
-        where = path or paths.db_path()
+        where = path or paths.db_file()
         raise SchemaTooNew(
             f"database {where} has schema version {version} but this mc knows only {SCHEMA_VERSION}",
             fix="upgrade mc (pip install -U magic-context), or point MAGIC_CONTEXT_STORAGE_DIR elsewhere",
@@ -101,7 +102,7 @@ def check_fence(conn: sqlite3.Connection, path: Path | None = None) -> int:
     return version
 
 
-def open_db(path: Path | None = None, **pragmas: int | None) -> sqlite3.Connection:
+def open_db(path: StrPath | None = None, **pragmas: int | None) -> sqlite3.Connection:
     """Open, fence-check, and migrate an older database; the connection every command uses."""
     conn = connect(path, **pragmas)
     try:

@@ -8,8 +8,8 @@ pass re-renders m[1] only; a HARD fold re-renders m[0] and resets m[1].
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from pathlib import Path
 
 from magic_context import paths
 from magic_context.history import render
@@ -33,7 +33,7 @@ class HeadContext:
 
     session_pk: int
     project_id: str
-    project_dir: Path
+    project_dir: str
     history_budget: int
     memory_budget: int
     temporal: bool
@@ -43,13 +43,13 @@ class HeadContext:
     estimate: render.Estimator = render.estimate_tokens
 
 
-def _docs(project_dir: Path) -> str:
-    root = paths.project_root(project_dir)
+def _docs(project_dir: str) -> str:
+    root = paths.project_root_dir(project_dir)
     files = []
     for name in DOC_FILES:
-        path = root / name
         try:
-            data = path.read_bytes()[:MAX_DOC_BYTES]
+            with open(os.path.join(root, name), "rb") as fh:
+                data = fh.read(MAX_DOC_BYTES)
         except OSError:
             continue
         files.append(f'<file name="{name}">\n{data.decode("utf-8", "replace").strip()}\n</file>')

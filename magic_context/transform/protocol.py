@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 from magic_context.errors import BadInput
 from magic_context.records import record
@@ -53,7 +52,7 @@ class PassInput:
     harness: str
     messages_json: list
     session_id: str
-    project_dir: Path
+    project_dir: str
     model_key: str | None
     context_limit: int | None
     usage: m.Usage | None
@@ -127,7 +126,17 @@ def _first_user_text(harness: str, messages: list) -> str:
     return ""
 
 
-def _session_id(doc: dict | None, harness: str, messages: list, flag: str | None, project: Path) -> str:
+def _normalized_dir(value: str) -> str:
+    """The directory as `str(pathlib.PurePosixPath(value))` spells it (no pathlib import on the hot path)."""
+    if os.sep != "/":
+        from pathlib import Path
+
+        return str(Path(value))
+    lead = "//" if value.startswith("//") and not value.startswith("///") else "/" if value.startswith("/") else ""
+    return (lead + "/".join(part for part in value.split("/") if part and part != ".")) or "."
+
+
+def _session_id(doc: dict | None, harness: str, messages: list, flag: str | None, project: str) -> str:
     if doc is not None and doc.get("session_id") is not None:
         if not isinstance(doc["session_id"], str) or not doc["session_id"]:
             raise BadInput("session_id must be a non-empty string")
@@ -175,7 +184,7 @@ def read_input(document: Any, options: dict[str, str | bool]) -> PassInput:
     project_value = (doc or {}).get("project_dir") or options.get("--project") or os.getcwd()
     if not isinstance(project_value, str):
         raise BadInput("project_dir must be a string path")
-    project = Path(project_value)
+    project = _normalized_dir(project_value)
     flag_session = options.get("--session")
     session_id = _session_id(doc, harness, messages, flag_session if isinstance(flag_session, str) else None, project)
 
