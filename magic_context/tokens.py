@@ -37,47 +37,30 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------------------------
 
 
-def _is_letter(i: int) -> bool:
-    return 65 <= i <= 90 or 97 <= i <= 122
+# Byte classes (non-ASCII bytes belong to none of them), as the byte values they contain.
+_UPPER: Final = bytes(range(65, 91))
+_LOWER: Final = bytes(range(97, 123))
+_LETTER: Final = _UPPER + _LOWER
+_DIGIT: Final = bytes(range(48, 58))
+_SPACE: Final = b"\t\x0b\x0c "
+_NEWLINE: Final = b"\n\r"
+_PUNCT: Final = bytes(i for i in range(128) if i not in _LETTER + _DIGIT + _SPACE + _NEWLINE)
 
 
-def _is_upper(i: int) -> bool:
-    return 65 <= i <= 90
+def _bit_table(*classes: bytes) -> bytes:
+    """A translate table putting bit k of each output byte where the input byte is in class k."""
+    table = bytearray(256)
+    for k, members in enumerate(classes):
+        for i in members:
+            table[i] |= 1 << k
+    return bytes(table)
 
 
-def _is_lower(i: int) -> bool:
-    return 97 <= i <= 122
-
-
-def _is_digit(i: int) -> bool:
-    return 48 <= i <= 57
-
-
-def _is_space(i: int) -> bool:
-    return i in (9, 11, 12, 32)
-
-
-def _is_newline(i: int) -> bool:
-    return i in (10, 13)
-
-
-def _is_punct(i: int) -> bool:
-    return i < 128 and not (_is_letter(i) or _is_digit(i) or _is_space(i) or _is_newline(i))
-
-
-def _bit_table(*predicates: Any) -> bytes:
-    """A translate table putting bit k of each output byte where predicate k holds for the input byte."""
-    return bytes(sum(1 << k for k, pred in enumerate(predicates) if pred(i)) for i in range(256))
-
-
-# Byte classes (non-ASCII bytes belong to none of them).
-_RUNS: Final = _bit_table(_is_letter, _is_upper, _is_digit, _is_punct, _is_space, _is_newline)
+_RUNS: Final = _bit_table(_LETTER, _UPPER, _DIGIT, _PUNCT, _SPACE, _NEWLINE)
 # Pair k counts positions where the byte has bit k of _FIRST and the next byte has bit k of _SECOND:
 # lower→upper, upper→lower, '.'→letter, '_'→letter, letter→digit, digit→letter, space→digit, punct→newline.
-_FIRST: Final = _bit_table(_is_lower, _is_upper, lambda i: i == 46, lambda i: i == 95,
-                           _is_letter, _is_digit, _is_space, _is_punct)
-_SECOND: Final = _bit_table(_is_upper, _is_lower, _is_letter, _is_letter,
-                            _is_digit, _is_letter, _is_digit, _is_newline)
+_FIRST: Final = _bit_table(_LOWER, _UPPER, b".", b"_", _LETTER, _DIGIT, _SPACE, _PUNCT)
+_SECOND: Final = _bit_table(_UPPER, _LOWER, _LETTER, _LETTER, _DIGIT, _LETTER, _DIGIT, _NEWLINE)
 
 _CHUNK: Final = 1 << 16  # bytes per popcount block (bounded masks, cache friendly)
 _ONES: Final = int.from_bytes(b"\x01" * (_CHUNK + 8), "little")

@@ -196,3 +196,34 @@ def test_import_is_light():
     env = dict(os.environ, PYTHONPATH=str(REPO))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_byte_class_tables_match_their_definitions() -> None:
+    # The estimator's translate tables, rebuilt from the class definitions byte by byte.
+    def letter(i: int) -> bool:
+        return 65 <= i <= 90 or 97 <= i <= 122
+
+    def digit(i: int) -> bool:
+        return 48 <= i <= 57
+
+    def space(i: int) -> bool:
+        return i in (9, 11, 12, 32)
+
+    def newline(i: int) -> bool:
+        return i in (10, 13)
+
+    def punct(i: int) -> bool:
+        return i < 128 and not (letter(i) or digit(i) or space(i) or newline(i))
+
+    def upper(i: int) -> bool:
+        return 65 <= i <= 90
+
+    def lower(i: int) -> bool:
+        return 97 <= i <= 122
+
+    def table(*preds) -> bytes:
+        return bytes(sum(1 << k for k, pred in enumerate(preds) if pred(i)) for i in range(256))
+
+    assert tokens._RUNS == table(letter, upper, digit, punct, space, newline)
+    assert tokens._FIRST == table(lower, upper, lambda i: i == 46, lambda i: i == 95, letter, digit, space, punct)
+    assert tokens._SECOND == table(upper, lower, letter, letter, digit, letter, digit, newline)

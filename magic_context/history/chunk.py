@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 
 from magic_context import tokens as tok
 from magic_context.history import boundary
+from magic_context.lazyre import lazy
 from magic_context.records import Factory, record
 from magic_context.wire import model as m
 from magic_context.wire.arcs import find_arcs
@@ -39,21 +40,21 @@ _EDIT = {"edit", "multiedit", "str_replace", "str_replace_editor", "patch", "app
 _WRITE = {"write", "create", "write_file", "create_file"}
 _RUN = {"bash", "shell", "exec", "run", "run_command", "terminal", "execute", "command"}
 _SEARCH = {"grep", "glob", "search", "find", "ls", "list", "rg", "codesearch", "websearch"}
-_SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
-_TAG_PREFIX = re.compile(r"§\d+§ ?")
-_WS = re.compile(r"[ \t]+")
-_BLANK_LINES = re.compile(r"\n\s*\n+")
-_CD_PREFIX = re.compile(r"^\s*cd\s+\S+\s*&&\s*")
+_SYSTEM_REMINDER = lazy(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+_TAG_PREFIX = lazy(r"§\d+§ ?")
+_WS = lazy(r"[ \t]+")
+_BLANK_LINES = lazy(r"\n\s*\n+")
+_CD_PREFIX = lazy(r"^\s*cd\s+\S+\s*&&\s*")
 _HEX = r"([0-9a-f]{7,40})"
-_COMMIT_OUTPUT = re.compile(r"^\[[\w./@-]+(?: \([\w -]+\))? " + _HEX + r"\]", re.MULTILINE)
-_COMMIT_VERB = re.compile(r"(?i:\b(?:commit(?:ted|s)?|cherry-pick(?:ed)?|merged?|merges|revert(?:ed|s)?)\b)"
-                          r"[^\n]{0,40}?\b" + _HEX + r"\b")
-_NOISE_LINE = re.compile(r"^(?:debugger attached\.?|waiting for the debugger.*|\s*>.*|npm warn.*)$", re.I)
-_HARNESS_FEEDBACK = re.compile(r"\s*(?:Tool call error:|Please always provide EXACTLY ONE action|"
-                               r"The last command <command>)")
-_RETURN_CODE = re.compile(r"^\s*<returncode>(-?\d+)</returncode>")
-_WRAPPER_LINE = re.compile(r"^(?:<returncode>-?\d+</returncode>|</?output>|<warning>|</warning>)$")
-_ERROR_WORD = re.compile(r"(?i)(?:error|failed|failure|fatal|exception|traceback|cannot|not found|denied)")
+_COMMIT_OUTPUT = lazy(r"^\[[\w./@-]+(?: \([\w -]+\))? " + _HEX + r"\]", re.MULTILINE)
+_COMMIT_VERB = lazy(r"(?i:\b(?:commit(?:ted|s)?|cherry-pick(?:ed)?|merged?|merges|revert(?:ed|s)?)\b)"
+                    r"[^\n]{0,40}?\b" + _HEX + r"\b")
+_NOISE_LINE = lazy(r"^(?:debugger attached\.?|waiting for the debugger.*|\s*>.*|npm warn.*)$", re.I)
+_HARNESS_FEEDBACK = lazy(r"\s*(?:Tool call error:|Please always provide EXACTLY ONE action|"
+                         r"The last command <command>)")
+_RETURN_CODE = lazy(r"^\s*<returncode>(-?\d+)</returncode>")
+_WRAPPER_LINE = lazy(r"^(?:<returncode>-?\d+</returncode>|</?output>|<warning>|</warning>)$")
+_ERROR_WORD = lazy(r"(?i)(?:error|failed|failure|fatal|exception|traceback|cannot|not found|denied)")
 
 
 @record
@@ -238,7 +239,14 @@ def is_prompt(msg: m.Message) -> bool:
     if msg.role != m.USER or msg.synthetic or msg.compaction:
         return False
     return any(b.kind == m.TEXT and not b.synthetic and not (b.meta and "command" in b.meta)
-               and clean_text(b.text) and not _HARNESS_FEEDBACK.match(b.text) for b in msg.blocks)
+               and _has_words(b.text) and not _HARNESS_FEEDBACK.match(b.text) for b in msg.blocks)
+
+
+def _has_words(text: str) -> bool:
+    """`bool(clean_text(text))` without the regexes when there is no reminder or tag to remove."""
+    if "<system-reminder>" in text or "§" in text:
+        return bool(clean_text(text))
+    return bool(text.strip())
 
 
 def digest_messages(messages: Sequence[m.Message], sizes: Sequence[int] | None = None,

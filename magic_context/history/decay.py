@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
+from magic_context.lazyre import lazy
+
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
     from typing import Any
@@ -35,7 +37,7 @@ DEFAULT_HISTORY_BUDGET_TOKENS = 60_000
 DEFAULT_IMPORTANCE = 50
 ARCHIVED = 5
 
-_USER_LINE = re.compile(r"^U:", re.MULTILINE)
+_USER_LINE = lazy(r"^U:", re.MULTILINE)
 
 
 def clamp_importance(importance: float | None) -> float:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 from magic_context.history import decay
+from magic_context.lazyre import lazy
 from magic_context.records import record
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
@@ -30,8 +31,8 @@ M1_TRIM_RATIO = 0.25
 LEGACY_P2_CHARS = 1200
 LEGACY_P3_CHARS = 420
 _RENDERED_MEMORY_STATUSES = frozenset({"active", "permanent"})
-_TITLE_BREAKS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
-_HEADING_LINE = re.compile(r"^## ", re.MULTILINE)
+_TITLE_BREAKS = lazy("[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+_HEADING_LINE = lazy(r"^## ", re.MULTILINE)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 

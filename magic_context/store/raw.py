@@ -302,7 +302,9 @@ def _apply(conn: sqlite3.Connection, session_pk: int, inp: _Input, live: Live, p
     if own:
         conn.execute("BEGIN IMMEDIATE")
     try:
-        fresh = _live(conn, session_pk)
+        # A caller's open transaction already covered our read (the pass holds the write lock; a read
+        # snapshot that went stale fails its first write with SQLITE_BUSY): re-read only under our own.
+        fresh = _live(conn, session_pk) if own else live
         if fresh != live:  # another process wrote this session between our read and the lock
             plan = _plan(conn, session_pk, inp, fresh)
         if plan.supersede:
