@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from magic_context.transform import drops
-from magic_context.transform.reclaim import PLACEHOLDER_TOKENS, PREVIEW_TOKENS
+from magic_context.transform.drops import PLACEHOLDER_TOKENS, PREVIEW_TOKENS
 from magic_context.transform.tagger import Site
 from magic_context.transform.tags import (
     KIND_MEDIA,

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from typing import Final
 
 PREVIEW_CHARS: Final = 250
+# What a dropped part still costs once served (the estimate reclaim and accounting use).
+PLACEHOLDER_TOKENS: Final = 8
+PREVIEW_TOKENS: Final = PREVIEW_CHARS // 3 + 8
 PREVIEW_CUT_WINDOW: Final = 30
 CONTENT_KINDS: Final = frozenset({m.TEXT, m.TOOL_CALL, m.TOOL_RESULT, m.MEDIA})
 PATH_KEYS: Final = ("filePath", "file_path", "path", "filename", "file")

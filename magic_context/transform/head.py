@@ -12,12 +12,12 @@ import os
 import sqlite3
 
 from magic_context import paths
-from magic_context.history import render
 from magic_context.records import record
 from magic_context.wire import model as m
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Final
 
 DOC_FILES: Final = ("ARCHITECTURE.md", "STRUCTURE.md")
@@ -40,7 +40,7 @@ class HeadContext:
     include_history: bool
     include_memory: bool
     include_docs: bool
-    estimate: render.Estimator = render.estimate_tokens
+    estimate: Callable[[str], int]  # the history renderer's estimate (`history.render.estimate_tokens`)
 
 
 def _docs(project_dir: str) -> str:
@@ -76,6 +76,8 @@ def _memories(conn: sqlite3.Connection, project_id: str, after_id: int = 0) -> l
 
 def render_m0(conn: sqlite3.Connection, ctx: HeadContext) -> tuple[str, dict[str, int]]:
     """The baseline text and the watermarks it covers."""
+    from magic_context.history import render  # busting passes only: defer passes replay stored text
+
     sections = []
     if ctx.include_docs:
         sections.append(_docs(ctx.project_dir))
@@ -95,6 +97,8 @@ def render_m0(conn: sqlite3.Connection, ctx: HeadContext) -> tuple[str, dict[str
 
 def render_m1(conn: sqlite3.Connection, ctx: HeadContext, watermarks: dict[str, int]) -> str:
     """The delta since m[0]: new compartments (always P1) and new memories, or the placeholder."""
+    from magic_context.history import render
+
     after = watermarks.get("max_sequence", -1)
     compartments = _compartments(conn, ctx.session_pk, after) if ctx.include_history else []
     memories = _memories(conn, ctx.project_id, watermarks.get("max_memory_id", 0)) if ctx.include_memory else []
@@ -104,6 +108,8 @@ def render_m1(conn: sqlite3.Connection, ctx: HeadContext, watermarks: dict[str, 
 
 def m1_too_large(m1_text: str, ctx: HeadContext) -> bool:
     """Pressure backstop: m[1] above ~20% of the history budget asks for a HARD fold on a busting pass."""
+    from magic_context.history import render
+
     return m1_text != render.M1_PLACEHOLDER and ctx.estimate(m1_text) > M1_BACKSTOP_SHARE * ctx.history_budget
 
 

@@ -69,8 +69,10 @@ def _warn(message: str) -> None:
 
 def serve(data: bytes, options: dict[str, str | bool], *, debug: bool = False) -> tuple[bytes, dict[str, Any] | None]:
     """Run one pass on the raw stdin bytes; returns (stdout bytes, report)."""
+    from magic_context import records
     from magic_context.transform import pipeline, protocol
 
+    records.save_code_cache()  # the first hook process compiles the record initializers; later ones load them
     inp = protocol.read_input(protocol.parse_document(data), options)
     try:
         result = pipeline.run(inp)

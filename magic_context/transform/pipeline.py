@@ -11,7 +11,6 @@ from magic_context import project as project_identity
 from magic_context import tokens
 from magic_context.config.hot import HotConfig, duration_ms, load_hot
 from magic_context.errors import ContextEmergency, StorageBusy
-from magic_context.history import render as history_render
 from magic_context.history import trigger as history_trigger
 from magic_context.records import Factory, record
 from magic_context.store import db as store_db
@@ -21,9 +20,7 @@ from magic_context.transform import (
     drops,
     guidance,
     head,
-    heuristics,
     nudges,
-    reclaim,
     scheduler,
     tagger,
     temporal,
@@ -37,6 +34,8 @@ from magic_context.wire import model as m
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
     from typing import Any
+
+    from magic_context.transform import heuristics
 
 MAX_REPORTS_PER_SESSION = 200
 TAG_PREFIX_TOKENS = 3
@@ -103,6 +102,8 @@ def _last_activity(state: SessionState, messages: list[m.Message]) -> int | None
 def _drain_pending(conn: sqlite3.Connection, pk: int, sites_by_number: dict[int, tagger.Site],
                    protected_from: int, force: bool) -> tuple[list[heuristics.Drop], list[int]]:
     """Pending ctx_reduce drops that may land now; returns (drops, pending op numbers to delete)."""
+    from magic_context.transform import heuristics
+
     rows = conn.execute("SELECT tag_number, forced FROM pending_ops WHERE session_pk = ? AND operation = 'drop'",
                         (pk,)).fetchall()
     out, done = [], []
@@ -256,7 +257,9 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
             active_numbers = sorted(s.tag.number for s in sites if not s.tag.dropped)
             protected_from = active_numbers[-protected_count] if len(active_numbers) >= protected_count else 0
             raw_total = sum(msg_tokens)
-    if mutate:
+    if mutate:  # the drop lanes load only on a pass allowed to change the prefix
+        from magic_context.transform import heuristics, reclaim
+
         pending, done_pending = _drain_pending(conn, pk, by_number, protected_from, force)
         lanes = [*pending,
                  *heuristics.duplicate_drops(sites, protected_from),
@@ -309,7 +312,9 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
     # m[0] / m[1]
     m0_text, m1_text = cached_m0, state.get("m1")
     head_created = None
-    if with_head:
+    if with_head and bust:  # (a HARD fold always busts) defer passes replay the stored head text
+        from magic_context.history import render as history_render
+
         ctx = head.HeadContext(
             session_pk=pk, project_id=project_id, project_dir=inp.project_dir,
             history_budget=int(hot["history_budget_percentage"] * limit.tokens * threshold / 100),
@@ -317,7 +322,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
             include_history=compaction and primary, include_memory=bool(hot["memory.enabled"]),
             include_docs=bool(hot["dreamer.inject_docs"]),
             estimate=history_render.estimate_tokens)
-        if bust and not hard:
+        if not hard:
             m1_text = head.render_m1(conn, ctx, m0_meta)
             if head.m1_too_large(m1_text, ctx):
                 hard, hard_reasons = True, ["m[1] pressure backstop"]
@@ -325,15 +330,15 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
             m0_text, watermarks = head.render_m0(conn, ctx)
             m1_text = history_render.M1_PLACEHOLDER
             m0_meta = {**watermarks, "model_key": model_key, "system_hash": system_hash, "materialized_at": inp.now_ms}
-        if m0_text is not None and m1_text is not None:
-            lead = 0
-            while lead < len(kept) and kept[lead].role == m.SYSTEM:
-                lead += 1
-            created = state.get("head_created_at")
-            if created is None:
-                created = next((msg.created_at for msg in kept if msg.created_at is not None), None)
-            head_created = created
-            kept[lead:lead] = head.messages(m0_text, m1_text, created)
+    if with_head and m0_text is not None and m1_text is not None:
+        lead = 0
+        while lead < len(kept) and kept[lead].role == m.SYSTEM:
+            lead += 1
+        created = state.get("head_created_at")
+        if created is None:
+            created = next((msg.created_at for msg in kept if msg.created_at is not None), None)
+        head_created = created
+        kept[lead:lead] = head.messages(m0_text, m1_text, created)
 
     messages_out = codec.encode(kept)
 

@@ -9,7 +9,7 @@ boundary). The newest `protected_tags` are spared unless the pass is in the ≥9
 from __future__ import annotations
 
 from magic_context.records import record
-from magic_context.transform.drops import PREVIEW_CHARS, default_mode
+from magic_context.transform.drops import PLACEHOLDER_TOKENS, PREVIEW_TOKENS, default_mode
 from magic_context.transform.heuristics import Drop
 from magic_context.transform.tagger import Site
 from magic_context.transform.tags import KIND_MEDIA, KIND_TEXT, KIND_TOOL
@@ -21,8 +21,6 @@ if TYPE_CHECKING:
 
 # After a reclaim the request should sit at this share of the execute threshold.
 TARGET_SHARE_OF_THRESHOLD: Final = 0.5
-PLACEHOLDER_TOKENS: Final = 8
-PREVIEW_TOKENS: Final = PREVIEW_CHARS // 3 + 8
 
 
 @record(frozen=True)
