@@ -419,3 +419,21 @@ def test_random_histories_keep_invariants(conn, sequence):
         assert [m.ordinal for m in repeat] == [m.ordinal for m in incoming]
         stored = {s.ordinal: s.raw for s in raw.read_range(conn, pk, 0, 10**9)}
         assert all(stored[m.ordinal] == m.raw for m in incoming)
+
+
+def test_skimmed_messages_must_be_stored_unchanged_and_folded(conn) -> None:
+    pk = new_session(conn)
+    first = msgs(6)
+    raw.sync(conn, pk, first, now_ms=2)
+    # Unchanged and at or below the fold watermark: the skim holds and only the new message is written.
+    result, changes = delta(conn, lambda: raw.sync(conn, pk, [*msgs(6), msg("m6")], now_ms=3, skimmed=4,
+                                                   folded_through=3))
+    assert result.written == 1 and changes > 0
+    # A skimmed message above the watermark, or one the harness edited: nothing is written.
+    for messages, through in (([*msgs(7), msg("m7")], 2), ([msg("m0", 1), *msgs(6, start=1), msg("m7")], 3)):
+        before = conn.total_changes
+        with pytest.raises(raw.SkimmedChange):
+            raw.sync(conn, pk, messages, now_ms=4, skimmed=4, folded_through=through)
+        assert conn.total_changes == before
+    result = raw.sync(conn, pk, [msg("m0", 1), *msgs(6, start=1), msg("m7")], now_ms=5)  # decoded whole
+    assert result.written == 2 and result.divergences

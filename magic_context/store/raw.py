@@ -81,6 +81,10 @@ Live = list[tuple[int, str, str, int]]  # (ordinal, message_id, content_hash, to
 _LIVE: Final = "FROM raw_messages WHERE session_pk = ? AND superseded_at IS NULL"
 
 
+class SkimmedChange(Exception):
+    """`sync` found a skimmed message (decoded without blocks) that it would have to write: decode fully."""
+
+
 @record(frozen=True)
 class StoredMessage:
     """One live raw row, decoded."""
@@ -269,15 +273,22 @@ def sync(
     now_ms: int,
     estimate: Callable[[str], int] | None = None,
     write: bool = True,
+    skimmed: int = 0,
+    folded_through: int = -1,
 ) -> SyncResult:
     """Persist what is new or changed in `messages` and set every `Message.ordinal` (see the module rules).
 
-    With `estimate`, fill `SyncResult.tokens`; with `write=False`, plan and assign ordinals only.
+    With `estimate`, fill `SyncResult.tokens`; with `write=False`, plan and assign ordinals only. The
+    first `skimmed` messages carry no blocks (see "Skimmed messages" in `wire.model`): unless each
+    of them is stored unchanged and, system messages aside, at or below `folded_through`, nothing is
+    written and `SkimmedChange` is raised (the caller decodes them fully and syncs again).
     """
     inp = _Input(messages, _keys(messages), [msg.digest or content_hash(msg.raw) for msg in messages])
     try:
         live = _live(conn, session_pk)
         plan = _plan(conn, session_pk, inp, live)
+        if skimmed:
+            _check_skim(plan, messages, skimmed, folded_through)
         if write and (plan.inserts or plan.supersede or plan.divergences):
             plan = _apply(conn, session_pk, inp, live, plan, now_ms=now_ms, estimate=estimate)
     except sqlite3.Error as exc:
@@ -286,6 +297,16 @@ def sync(
         msg.ordinal = ordinal
     plan.result.tokens = _tokens(plan, messages, estimate)  # new rows already carry theirs
     return plan.result
+
+
+def _check_skim(plan: _Plan, messages: Sequence[Message], skimmed: int, folded_through: int) -> None:
+    inserted = [i for i in plan.inserts if i < skimmed]
+    if inserted:
+        raise SkimmedChange(f"skimmed message {inserted[0]} is new or changed")
+    unfolded = [i for i in range(min(skimmed, len(messages)))
+                if messages[i].role != m.SYSTEM and plan.ordinals[i] > folded_through]
+    if unfolded:
+        raise SkimmedChange(f"skimmed message {unfolded[0]} is no longer folded")
 
 
 def _tokens(plan: _Plan, messages: Sequence[Message], estimate: Callable[[str], int] | None) -> list[int]:
@@ -394,6 +415,7 @@ __all__ = [
     "MESSAGE_OVERHEAD",
     "TOOL_CALL_OVERHEAD",
     "ZLIB_LEVEL",
+    "SkimmedChange",
     "StoredMessage",
     "SyncResult",
     "count",

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 MAX_REPORTS_PER_SESSION = 200
 TAG_PREFIX_TOKENS = 3
+SKIM_FOLDED = True  # decode folded history without its blocks (a test turns it off to compare outputs)
 
 
 @record
@@ -127,7 +128,6 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
     hot = load_hot(inp.project_dir)
     warnings: list[str] = []
     codec = CODECS[inp.harness]
-    messages = codec.decode(inp.messages_json)
     if not hot["enabled"] or inp.agent not in ("primary", "subagent"):
         return PassResult(inp.document, {"pass": "defer", "bust": False, "reason": "mc disabled for this call",
                                          "tokens_before": 0, "tokens_after": 0, "tags": 0, "dropped": 0,
@@ -141,7 +141,7 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 raise store_db.classify(exc) from exc
-        result = _run_in_db(conn, inp, hot, messages, codec=codec, primary=primary, compaction=compaction,
+        result = _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
                             readonly=readonly, warnings=warnings, started=started)
         if not readonly:
             conn.execute("ROLLBACK" if inp.dry_run else "COMMIT")
@@ -154,21 +154,50 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
         conn.close()
 
 
-def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, messages: list[m.Message], *,
-               codec: Any, primary: bool, compaction: bool, readonly: bool, warnings: list[str],
-               started: float) -> PassResult:
+def _decode_and_sync(conn: sqlite3.Connection, inp: PassInput, codec: Any, pk: int, *, skim: int,
+                     fold_through: int, readonly: bool) -> tuple[list[m.Message], raw_store.SyncResult]:
+    """Decode the input (skimming the first `skim` messages, folded on the previous pass) and sync it.
+
+    A skim holds only if every skimmed message is still stored unchanged and folded (the raw store
+    checks before writing); otherwise the input is decoded whole, so the output never depends on it.
+    """
+    messages = codec.decode(inp.messages_json, skim=skim)
+    try:
+        return messages, raw_store.sync(conn, pk, messages, now_ms=inp.now_ms, estimate=_estimate,
+                                        write=not readonly, skimmed=skim, folded_through=fold_through)
+    except raw_store.SkimmedChange:  # checked before anything was written
+        messages = codec.decode(inp.messages_json)
+        return messages, raw_store.sync(conn, pk, messages, now_ms=inp.now_ms, estimate=_estimate,
+                                        write=not readonly)
+
+
+def _skim_hint(messages: list[m.Message], fold_through: int) -> int:
+    """How many leading messages the next pass may skim: those folded away (system messages never are)."""
+    hint = 0
+    for index, msg in enumerate(messages):
+        if msg.role == m.SYSTEM:
+            continue
+        if msg.ordinal > fold_through:
+            break
+        hint = index + 1
+    return hint
+
+
+def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, codec: Any, primary: bool,
+               compaction: bool, readonly: bool, warnings: list[str], started: float) -> PassResult:
     pk, project_id = _session_row(conn, inp) if not readonly else _existing_session(conn, inp)
     state = SessionState.load(conn, pk)
     known = tag_store.load(conn, pk)
     counter_row = conn.execute("SELECT tag_counter FROM sessions WHERE id = ?", (pk,)).fetchone()
     counter = int(counter_row[0]) if counter_row else 0
 
-    sync = raw_store.sync(conn, pk, messages, now_ms=inp.now_ms, estimate=_estimate, write=not readonly)
-    msg_tokens = sync.tokens
     # History the historian folded into compartments leaves the served array; the watermark is frozen
     # between busts (it only advances on a pass that busts anyway) so defer passes replay the same bytes.
     fold_through = int(state.get("fold_through", -1)) if compaction and primary else -1
-    messages, msg_tokens = _fold(messages, msg_tokens, fold_through)
+    skim = int(state.get("skim_hint", 0)) if fold_through >= 0 and SKIM_FOLDED else 0
+    all_messages, sync = _decode_and_sync(conn, inp, codec, pk, skim=skim, fold_through=fold_through,
+                                          readonly=readonly)
+    messages, msg_tokens = _fold(all_messages, sync.tokens, fold_through)
 
     reduce_ok = compaction and reduce_available(bool(hot["ctx_reduce_enabled"]), inp.tools)
     if compaction and not readonly:
@@ -388,7 +417,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, message
                  stripped=stripped, anchors=anchors, nudge_state=nudge_state, date=date,
                  system_hash=system_hash, system_tokens=system_tokens, model_key=model_key, limit=limit.tokens,
                  extra={"reasoning_tokens": {k: v for k, v in reasoning_cache.items() if k in stripped},
-                        "fold_through": fold_through,
+                        "fold_through": fold_through, "skim_hint": _skim_hint(all_messages, fold_through),
                         **({"head_created_at": head_created} if head_created is not None else {})})
     return PassResult(build_output(inp, messages_out, system_out), report, warnings)
 

@@ -77,8 +77,11 @@ def _decode_block(raw: Any, where: str, key: str, names: dict[str, str]) -> m.Bl
     return m.Block(m.OPAQUE, key=key, raw=raw)
 
 
-def decode(messages: list) -> list[m.Message]:
-    """Canonical messages for an Anthropic `messages` array (ids derived, ordinal = index)."""
+def decode(messages: list, *, skim: int = 0) -> list[m.Message]:
+    """Canonical messages for an Anthropic `messages` array (ids derived, ordinal = index).
+
+    The first `skim` messages get only their id, digest and role (no blocks): see "Skimmed messages" in `wire.model`.
+    """
     if not isinstance(messages, list):
         raise _bad("messages", f"expected an array, got {_kind(messages)}")
     ids = IdDeriver()
@@ -90,6 +93,10 @@ def decode(messages: list) -> list[m.Message]:
             raise _bad(where, f"expected a message object, got {_kind(raw)}")
         role = raw.get("role")
         canonical = _ROLES.get(role) if isinstance(role, str) else None
+        if i < skim and canonical is not None:
+            msg_id, digest = ids.next(raw)
+            out.append(m.Message(msg_id, canonical, ordinal=i, raw=raw, digest=digest))
+            continue
         if canonical is None:
             shown = repr(role[:40]) if isinstance(role, str) else _kind(role)
             raise _bad(f"{where}.role", f"unknown role {shown} (expected user or assistant)")

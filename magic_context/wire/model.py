@@ -12,6 +12,14 @@ Editing rules every codec honours when encoding:
 * Blocks removed from `Message.blocks` disappear from the output; blocks with `raw is None`
   are new and are rendered fresh. The same holds for messages in `Conversation.messages`.
 * Reasoning blocks are never edited: a reasoning block is either kept verbatim or removed whole.
+
+Skimmed messages: every codec's `decode(messages, skim=N)` gives the first N messages only their
+id, digest, role and times, with no blocks (system messages and the harness's own compaction
+messages are always decoded fully). The transform asks for that on the history it folded away on
+the previous pass, which is never served again: decoding it whole is most of a long session's
+per-pass cost. The raw store refuses to write a skimmed message (`store.raw.SkimmedChange`) and the
+pass checks every skimmed message was folded, decoding fully otherwise, so a skim never changes
+the output.
 """
 
 from __future__ import annotations

@@ -52,11 +52,29 @@ def _int_or_none(value: Any) -> int | None:
 # ----------------------------------------------------------------------------------------- decode
 
 
-def decode(messages: list) -> list[m.Message]:
-    """OpenCode `[{info, parts}]` → canonical messages (raw references kept for `encode`)."""
+def decode(messages: list, *, skim: int = 0) -> list[m.Message]:
+    """OpenCode `[{info, parts}]` → canonical messages (raw references kept for `encode`).
+
+    The first `skim` messages that are not the harness's own compaction get only their id, role and
+    times (no blocks): see "Skimmed messages" in `wire.model`.
+    """
     if not isinstance(messages, list):
         raise BadInput(f"opencode input must be an array of {{info, parts}} (got {_kind_of(messages)})")
-    return [_decode_message(i, item) for i, item in enumerate(messages)]
+    return [_skim_message(i, item) or _decode_message(i, item) if i < skim else _decode_message(i, item)
+            for i, item in enumerate(messages)]
+
+
+def _skim_message(index: int, item: Any) -> m.Message | None:
+    info = item.get("info") if isinstance(item, dict) else None
+    parts = item.get("parts") if isinstance(item, dict) else None
+    if not isinstance(info, dict) or not isinstance(parts, list) or not isinstance(info.get("id"), str) \
+            or info.get("role") not in ("user", "assistant") or info.get("summary") is True \
+            or any(isinstance(part, dict) and part.get("type") == "compaction" for part in parts):
+        return None  # anything unusual gets the full decode (and its checks)
+    time = info.get("time") if isinstance(info.get("time"), dict) else {}
+    return m.Message(info["id"], m.USER if info["role"] == "user" else m.ASSISTANT, ordinal=index,
+                     created_at=_int_or_none(time.get("created")), completed_at=_int_or_none(time.get("completed")),
+                     raw=item)
 
 
 def _decode_message(index: int, item: Any) -> m.Message:

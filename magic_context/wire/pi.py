@@ -64,12 +64,28 @@ def _is_text(item: Any) -> bool:
 # ----------------------------------------------------------------------------------------- decode
 
 
-def decode(messages: list) -> list[m.Message]:
-    """Pi `AgentMessage[]` → canonical messages (raw references kept for `encode`)."""
+_SKIM_ROLES = {"user": m.USER, "custom": m.USER, "assistant": m.ASSISTANT, "toolResult": m.TOOL}
+
+
+def decode(messages: list, *, skim: int = 0) -> list[m.Message]:
+    """Pi `AgentMessage[]` → canonical messages (raw references kept for `encode`).
+
+    The first `skim` messages get only their id, digest, role and timestamp (no blocks): the pass
+    asks for that on history it already folded away (see "Skimmed messages" in `wire.model`).
+    """
     if not isinstance(messages, list):
         raise BadInput(f"pi input must be an array of AgentMessage objects (got {_kind_of(messages)})")
     ids = IdDeriver()
-    return [_decode_message(i, item, ids) for i, item in enumerate(messages)]
+    out = []
+    for i, item in enumerate(messages):
+        role = _SKIM_ROLES.get(item.get("role")) if i < skim and isinstance(item, dict) else None
+        if role is None:
+            out.append(_decode_message(i, item, ids))
+        else:
+            msg_id, digest = ids.next(item)
+            out.append(m.Message(msg_id, role, ordinal=i, created_at=_timestamp(item.get("timestamp")), raw=item,
+                                 digest=digest))
+    return out
 
 
 def _decode_message(index: int, item: Any, ids: IdDeriver) -> m.Message:
