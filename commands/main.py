@@ -27,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     in_process = argv is not None
     argv = list(sys.argv[1:] if argv is None else argv)
     if _is_transform_fast_path(argv):
+        if not in_process:  # a process per LLM call: skip what orjson's import chain loads but never uses
+            from magic_context import lazystd
+
+            lazystd.defer("inspect")
         from magic_context.transform import hook
 
         code = hook.main([a for a in argv[1:] if a != "--debug"], debug=_debug_enabled(argv))
