@@ -317,3 +317,16 @@ def test_project_docs_in_m0_unless_disabled(mc, tmp_path, isolated_dirs) -> None
     (config / "config.toml").write_text("[dreamer]\ninject_docs = false\n")
     _, out = run(mc, envelope(PI_ARRAY, harness="pi", project_dir=str(project), session_id="s-nodocs"))
     assert "ARCHITECTURE.md" not in dumps(out["messages"])
+
+
+def test_rewritten_tool_result_keeps_its_tag(mc) -> None:
+    # Pi messages carry no ids: a harness editing a tool output (pruning it) gives that message a new
+    # derived id, but the tool tag is keyed by the call, so its number must survive the rewrite.
+    first = [dict(m) for m in PI_ARRAY]
+    _, out = run(mc, envelope(first, harness="pi", session_id="rewrite"))
+    assert "§3§ x = 1" in dumps(out)
+    pruned = [*first[:2], {**first[2], "content": [{"type": "text", "text": "[output pruned]"}]},
+              {"role": "user", "content": "and now?", "timestamp": NOW - 1_000}]
+    _, out = run(mc, envelope(pruned, harness="pi", session_id="rewrite", now=NOW + 3_600_000))
+    text = dumps(out)
+    assert "§3§ [output pruned]" in text and "§4§ and now?" in text

@@ -187,7 +187,6 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
                compaction: bool, readonly: bool, warnings: list[str], started: float) -> PassResult:
     pk, project_id = _session_row(conn, inp) if not readonly else _existing_session(conn, inp)
     state = SessionState.load(conn, pk)
-    known = tag_store.load(conn, pk)
     counter_row = conn.execute("SELECT tag_counter FROM sessions WHERE id = ?", (pk,)).fetchone()
     counter = int(counter_row[0]) if counter_row else 0
 
@@ -198,12 +197,13 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     all_messages, sync = _decode_and_sync(conn, inp, codec, pk, skim=skim, fold_through=fold_through,
                                           readonly=readonly)
     messages, msg_tokens = _fold(all_messages, sync.tokens, fold_through)
+    known = tag_store.KnownTags.for_messages(conn, pk, [msg.id for msg in messages], any_stored=counter > 0)
 
     reduce_ok = compaction and reduce_available(bool(hot["ctx_reduce_enabled"]), inp.tools)
     if compaction and not readonly:
         sites, new_tags, counter = tagger.assign(messages, known, counter, _estimate)
     elif compaction:
-        sites, new_tags, _ = tagger.assign(messages, dict(known), counter, _estimate)
+        sites, new_tags, _ = tagger.assign(messages, known.copy(), counter, _estimate)
         sites = [s for s in sites if not s.tag.new]  # LKG: new parts stay raw
         new_tags = []
     else:

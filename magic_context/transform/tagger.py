@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from magic_context.records import Factory, record
-from magic_context.transform.tags import KIND_MEDIA, KIND_TEXT, KIND_TOOL, Tag
+from magic_context.transform.tags import KIND_MEDIA, KIND_TEXT, KIND_TOOL, KnownTags, Tag
 from magic_context.wire import arcs
 from magic_context.wire import model as m
 
@@ -93,7 +93,7 @@ def _taggable(message: m.Message) -> bool:
 
 def assign(
     messages: list[m.Message],
-    existing: dict[str, Tag],
+    existing: KnownTags | dict[str, Tag],
     counter: int,
     estimate: Callable[[str], int],
 ) -> tuple[list[Site], list[Tag], int]:

@@ -55,14 +55,60 @@ class Tag:
         return self.status == DROPPED
 
 
+_COLUMNS = "tag_number, part_key, kind, message_id, status, drop_mode, byte_size, tokens, tool_name, input_tokens"
+
+
+def _tag(r: tuple) -> Tag:
+    return Tag(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9])
+
+
 def load(conn: sqlite3.Connection, session_pk: int) -> dict[str, Tag]:
     """All tags of a session keyed by part key."""
-    rows = conn.execute(
-        "SELECT tag_number, part_key, kind, message_id, status, drop_mode, byte_size, tokens, tool_name, input_tokens "
-        "FROM tags WHERE session_pk = ?",
-        (session_pk,),
-    ).fetchall()
-    return {r[1]: Tag(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]) for r in rows}
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM tags WHERE session_pk = ?", (session_pk,)).fetchall()
+    return {r[1]: _tag(r) for r in rows}
+
+
+class KnownTags:
+    """A session's tags by part key, for the messages a pass serves: those messages' tags are read up
+    front; a tool tag recorded under another message (its result was rewritten since) is fetched when
+    asked for. Folded history is never read, so a pass costs the same however long the session grows.
+
+    Text and media keys begin with their message's id, which is the tag's `message_id`, so a miss
+    there is a new part; a tool key names the call's message while the tag records the result's.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, session_pk: int, tags: dict[str, Tag], *, fetch: bool) -> None:
+        self._conn = conn
+        self._session_pk = session_pk
+        self._tags: dict[str, Tag | None] = dict(tags)
+        self._fetch = fetch
+
+    @classmethod
+    def for_messages(cls, conn: sqlite3.Connection, session_pk: int, message_ids: list[str], *,
+                     any_stored: bool) -> KnownTags:
+        import json
+
+        rows = conn.execute(f"SELECT {_COLUMNS} FROM tags WHERE session_pk = ? AND message_id IN "
+                            "(SELECT value FROM json_each(?))", (session_pk, json.dumps(message_ids))).fetchall()
+        return cls(conn, session_pk, {r[1]: _tag(r) for r in rows}, fetch=any_stored)
+
+    def get(self, key: str) -> Tag | None:
+        if key in self._tags:
+            return self._tags[key]
+        tag = None
+        if self._fetch and key.startswith("tool:"):
+            row = self._conn.execute(f"SELECT {_COLUMNS} FROM tags WHERE session_pk = ? AND part_key = ?",
+                                     (self._session_pk, key)).fetchone()
+            tag = _tag(row) if row is not None else None
+        self._tags[key] = tag
+        return tag
+
+    def __setitem__(self, key: str, tag: Tag) -> None:
+        self._tags[key] = tag
+
+    def copy(self) -> KnownTags:
+        return KnownTags(self._conn, self._session_pk, {k: v for k, v in self._tags.items() if v is not None},
+                         fetch=self._fetch)
 
 
 def insert_new(conn: sqlite3.Connection, session_pk: int, tags: list[Tag], now_ms: int) -> None:
@@ -100,6 +146,7 @@ __all__ = [
     "MODE_REMOVED",
     "MODE_SKELETON",
     "MODE_TRUNCATED",
+    "KnownTags",
     "Tag",
     "insert_new",
     "load",
