@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
         if not in_process:  # a process per LLM call: skip what orjson's import chain loads but never uses
             from magic_context import lazystd
 
-            lazystd.defer("inspect")
+            for name in lazystd.UNUSED_BY_TRANSFORM:
+                lazystd.defer(name)
         from magic_context.transform import hook
 
         code = hook.main([a for a in argv[1:] if a != "--debug"], debug=_debug_enabled(argv))

@@ -1,11 +1,12 @@
 """Defer a standard-library module until one of its attributes is used (transform process start-up only).
 
 orjson imports `dataclasses` when it loads, and `dataclasses` imports `inspect` (with `ast`, `dis`,
-`tokenize` and `linecache`: ~7 ms) although it calls `inspect` only while creating a dataclass,
-which the transform hot path never does (it uses `records`). `mc transform` is a process per LLM
-call, so `commands.main` puts a stand-in for `inspect` into `sys.modules` before the hook imports
-orjson; the first attribute anyone reads from it imports the real module and hands that attribute
-over, so code that does use `inspect` still works, only later.
+`tokenize` and `linecache`: ~7 ms) and `copy` (with `weakref`: ~1 ms) although it calls them only
+while creating or converting a dataclass, which the transform hot path never does (it uses
+`records`). `mc transform` is a process per LLM call, so `commands.main` puts stand-ins for
+`UNUSED_BY_TRANSFORM` into `sys.modules` before the hook imports orjson; the first attribute anyone
+reads from one imports the real module and hands that attribute over, so code that does use them
+still works, only later.
 
 `importlib.util.LazyLoader` is not used: on Python 3.11 the `import` statement itself reads
 attributes of the lazy module and loads it at once.
@@ -19,6 +20,9 @@ import types
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
     from typing import Any
+
+
+UNUSED_BY_TRANSFORM = ("inspect", "copy")
 
 
 class _Deferred(types.ModuleType):
@@ -49,4 +53,4 @@ def is_deferred(name: str) -> bool:
     return isinstance(module, _Deferred) and "_mc_real" not in module.__dict__
 
 
-__all__ = ["defer", "is_deferred"]
+__all__ = ["UNUSED_BY_TRANSFORM", "defer", "is_deferred"]

@@ -113,7 +113,7 @@ def test_transform_fast_path_imports_nothing_heavy() -> None:
         assert not hits, f"{banned} imported on the transform hot path: {hits}"
     assert "magic_context.transform.hook" in imported
     # Start-up trims: pathlib is not needed, and `inspect` (pulled in by orjson's dataclasses import) is deferred.
-    assert not {"pathlib", "inspect", "ast", "dis", "tokenize", "typing"} & imported
+    assert not {"pathlib", "inspect", "ast", "dis", "tokenize", "typing", "copy"} & imported
 
 
 def test_help_route_for_transform_goes_through_typer(mc) -> None:
