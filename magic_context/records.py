@@ -8,8 +8,8 @@ only `__init__` (the one method on the hot path: compiling costs ~0.05 ms per li
 Fields are the class annotations in order; a class attribute is the default, `Factory(fn)` a default
 factory. `frozen=True` only adds `__hash__` (assignment is not blocked: records are internal).
 
-The compiled initializers are cached like bytecode: `save_code_cache()` (called by the transform
-hook once its imports are done) writes them with `marshal` to `<data dir>/cache/records.<python
+The compiled initializers are cached like bytecode: `save_code_cache()`, called by the transform
+hook after each pass, writes any it had to compile with `marshal` to `<data dir>/cache/records.<python
 tag>.marshal`, keyed by their source and checksummed, so a hook process compiles none of its ~30
 records (~3 ms). A missing, stale or corrupt cache only costs the compile.
 """

@@ -72,7 +72,15 @@ def serve(data: bytes, options: dict[str, str | bool], *, debug: bool = False) -
     from magic_context import records
     from magic_context.transform import pipeline, protocol
 
-    records.save_code_cache()  # the first hook process compiles the record initializers; later ones load them
+    try:
+        return _serve(data, options, pipeline, protocol, debug=debug)
+    finally:  # the first processes compile the record initializers (some only on busting passes); later ones load them
+        records.save_code_cache()
+
+
+def _serve(data: bytes, options: dict[str, str | bool], pipeline: Any, protocol: Any, *,
+           debug: bool) -> tuple[bytes, dict[str, Any] | None]:
+    """The pass, or the last known good when it fails transiently (see the module docstring)."""
     inp = protocol.read_input(protocol.parse_document(data), options)
     try:
         result = pipeline.run(inp)
