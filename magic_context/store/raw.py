@@ -161,8 +161,9 @@ def _keys(messages: Sequence[Message]) -> list[str]:
 
 
 def _live(conn: sqlite3.Connection, session_pk: int) -> Live:
-    rows = conn.execute(f"SELECT ordinal, message_id, content_hash, tokens {_LIVE} ORDER BY ordinal", (session_pk,))
-    return [(r[0], r[1], r[2], r[3]) for r in rows]
+    cursor = conn.execute(f"SELECT ordinal, message_id, content_hash, tokens {_LIVE} ORDER BY ordinal", (session_pk,))
+    cursor.row_factory = None  # plain tuples: this runs on every pass over the whole live history
+    return cursor.fetchall()
 
 
 def _last_compaction(conn: sqlite3.Connection, session_pk: int) -> int | None:

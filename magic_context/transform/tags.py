@@ -88,8 +88,10 @@ class KnownTags:
                      any_stored: bool) -> KnownTags:
         import json
 
-        rows = conn.execute(f"SELECT {_COLUMNS} FROM tags WHERE session_pk = ? AND message_id IN "
-                            "(SELECT value FROM json_each(?))", (session_pk, json.dumps(message_ids))).fetchall()
+        cursor = conn.execute(f"SELECT {_COLUMNS} FROM tags WHERE session_pk = ? AND message_id IN "
+                              "(SELECT value FROM json_each(?))", (session_pk, json.dumps(message_ids)))
+        cursor.row_factory = None
+        rows = cursor.fetchall()
         return cls(conn, session_pk, {r[1]: _tag(r) for r in rows}, fetch=any_stored)
 
     def get(self, key: str) -> Tag | None:
