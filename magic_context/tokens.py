@@ -63,8 +63,21 @@ _FIRST: Final = _bit_table(_LOWER, _UPPER, b".", b"_", _LETTER, _DIGIT, _SPACE, 
 _SECOND: Final = _bit_table(_UPPER, _LOWER, _LETTER, _LETTER, _DIGIT, _LETTER, _DIGIT, _NEWLINE)
 
 _CHUNK: Final = 1 << 16  # bytes per popcount block (bounded masks, cache friendly)
-_ONES: Final = int.from_bytes(b"\x01" * (_CHUNK + 8), "little")
-_MASKS: Final = tuple(_ONES << k for k in range(8))  # bit k of every byte, for popcounts per class
+_mask_cache: dict[int, tuple[int, ...]] = {}
+
+
+def _masks(size: int) -> tuple[int, ...]:
+    """Bit k of every byte (k = 0..7) over at least `size + 8` bytes, for popcounts per class.
+
+    Built on first use per power-of-two width: most texts are short, and the full 64 KiB masks
+    cost ~0.4 ms to build in every hook process.
+    """
+    width = _CHUNK + 8 if size > _CHUNK // 2 else 1 << (size + 7).bit_length()
+    masks = _mask_cache.get(width)
+    if masks is None:
+        ones = int.from_bytes(b"\x01" * width, "little")
+        masks = _mask_cache[width] = tuple(ones << k for k in range(8))
+    return masks
 
 FEATURES: Final = (
     "letter_runs", "single_letter_runs", "lower_upper", "upper_lower", "upper_runs", "upper_runs_2",
@@ -106,10 +119,11 @@ def _block_counts(block: bytes, masks: tuple[int, ...]) -> tuple[int, ...]:
 def features(raw: bytes) -> tuple[int, ...]:
     """The boundary counts of UTF-8 `raw` in `FEATURES` order (64 KiB blocks are counted independently)."""
     if len(raw) <= _CHUNK:
-        return _block_counts(raw, _MASKS)
+        return _block_counts(raw, _masks(len(raw)))
     total = [0] * len(FEATURES)
+    masks = _masks(_CHUNK)
     for start in range(0, len(raw), _CHUNK):
-        for i, value in enumerate(_block_counts(raw[start:start + _CHUNK], _MASKS)):
+        for i, value in enumerate(_block_counts(raw[start:start + _CHUNK], masks)):
             total[i] += value
     return tuple(total)
 

@@ -227,3 +227,16 @@ def test_byte_class_tables_match_their_definitions() -> None:
     assert tokens._RUNS == table(letter, upper, digit, punct, space, newline)
     assert tokens._FIRST == table(lower, upper, lambda i: i == 46, lambda i: i == 95, letter, digit, space, punct)
     assert tokens._SECOND == table(upper, lower, letter, letter, digit, letter, digit, newline)
+
+
+@pytest.mark.parametrize("size", [1, 7, 8, 9, 56, 57, 1_000, 32_760, 32_761, 40_000, 65_536, 65_537, 150_001])
+def test_features_with_sized_masks_match_the_full_width_masks(size: int) -> None:
+    # Short texts use narrower masks built on demand; the counts must equal those with the full 64 KiB masks.
+    text = ("def fooBar_9(x):\n    return X.y + 'ünï' ; ## 12345 ABC\t\tz.q_r\n" * (size // 60 + 1))[:size]
+    raw = text.encode("utf-8")
+    full = tokens._masks(tokens._CHUNK)
+    expected = [0] * len(tokens.FEATURES)
+    for start in range(0, len(raw), tokens._CHUNK):
+        for i, value in enumerate(tokens._block_counts(raw[start:start + tokens._CHUNK], full)):
+            expected[i] += value
+    assert list(tokens.features(raw)) == expected
