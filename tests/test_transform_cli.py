@@ -330,3 +330,12 @@ def test_rewritten_tool_result_keeps_its_tag(mc) -> None:
     _, out = run(mc, envelope(pruned, harness="pi", session_id="rewrite", now=NOW + 3_600_000))
     text = dumps(out)
     assert "§3§ [output pruned]" in text and "§4§ and now?" in text
+
+
+def test_other_agents_pass_through_but_malformed_input_still_fails(mc) -> None:
+    # A harness's own agents (title, compaction) are served unchanged, without state; bad input is still exit 2.
+    result, out = run(mc, envelope(PI_ARRAY, harness="pi", agent="title"))
+    assert result.returncode == 0 and out["messages"] == PI_ARRAY
+    bad = [*PI_ARRAY, {"role": "assistant", "content": "not an array"}]
+    result, out = run(mc, envelope(bad, harness="pi", agent="title"))
+    assert result.returncode == 2 and out is None and b"content" in result.stderr

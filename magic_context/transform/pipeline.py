@@ -129,6 +129,7 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
     warnings: list[str] = []
     codec = CODECS[inp.harness]
     if not hot["enabled"] or inp.agent not in ("primary", "subagent"):
+        codec.decode(inp.messages_json)  # served unchanged, but malformed input is still exit 2
         return PassResult(inp.document, {"pass": "defer", "bust": False, "reason": "mc disabled for this call",
                                          "tokens_before": 0, "tokens_after": 0, "tags": 0, "dropped": 0,
                                          "pending_drops": 0, "historian": "idle", "ms": 0.0, "warnings": []})
