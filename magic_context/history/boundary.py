@@ -140,6 +140,17 @@ def _newest_guard(items: list[TailItem], spans: Sequence[Span], limit: int) -> t
     return limit, reason
 
 
+def _guarded(tail: list[TailItem], spans: Sequence[Span], start: int, limit: int, *, total: int,
+             reason: str) -> Boundary:
+    """The boundary at `limit` after the newest-message guard, fenced back so no tool arc is split."""
+    limit, why = _newest_guard(tail, spans, limit)
+    reason = why or reason
+    fenced = fence(limit, spans, start)
+    if fenced != limit:
+        reason += f"; fenced back to {fenced} to keep a tool arc whole"
+    return _result(tail, start, fenced, total, reason)
+
+
 def protected_tail_boundary(items: Iterable[TailItem], spans: Sequence[Span], *, start: int, protect_tokens: int,
                             live_prompt_floor: bool = True) -> Boundary:
     """Token mode: keep the newest `protect_tokens` (and, with the floor, the newest prompt) raw."""
@@ -162,12 +173,7 @@ def protected_tail_boundary(items: Iterable[TailItem], spans: Sequence[Span], *,
                 limit, reason = prompts[-1] - 1, f"the live prompt at {prompts[-1]} stays raw"
             else:
                 reason += f"; the live turn from {prompts[-1]} ({turn} tokens) is too long to stay raw"
-    limit, why = _newest_guard(tail, spans, limit)
-    reason = why or reason
-    fenced = fence(limit, spans, start)
-    if fenced != limit:
-        reason += f"; fenced back to {fenced} to keep a tool arc whole"
-    return _result(tail, start, fenced, total, reason)
+    return _guarded(tail, spans, start, limit, total=total, reason=reason)
 
 
 def keep_boundary(items: Iterable[TailItem], spans: Sequence[Span], *, start: int,
@@ -180,12 +186,7 @@ def keep_boundary(items: Iterable[TailItem], spans: Sequence[Span], *, start: in
                         f"only {len(tail)} unsummarized messages (keeping {keep})")
     limit = tail[-keep - 1].ordinal if keep > 0 else tail[-1].ordinal
     reason = f"keeping the newest {keep} messages"
-    limit, why = _newest_guard(tail, spans, limit)
-    reason = why or reason
-    fenced = fence(limit, spans, start)
-    if fenced != limit:
-        reason += f"; fenced back to {fenced} to keep a tool arc whole"
-    return _result(tail, start, fenced, total, reason)
+    return _guarded(tail, spans, start, limit, total=total, reason=reason)
 
 
 def apply_head_cap(sizes: Sequence[tuple[int, int]], spans: Sequence[Span], start: int, end: int, cap: int) -> int:

@@ -70,17 +70,17 @@ def _warn(message: str) -> None:
 def serve(data: bytes, options: dict[str, str | bool], *, debug: bool = False) -> tuple[bytes, dict[str, Any] | None]:
     """Run one pass on the raw stdin bytes; returns (stdout bytes, report)."""
     from magic_context import records
-    from magic_context.transform import pipeline, protocol
 
     try:
-        return _serve(data, options, pipeline, protocol, debug=debug)
+        return _serve(data, options, debug=debug)
     finally:  # the first processes compile the record initializers (some only on busting passes); later ones load them
         records.save_code_cache()
 
 
-def _serve(data: bytes, options: dict[str, str | bool], pipeline: Any, protocol: Any, *,
-           debug: bool) -> tuple[bytes, dict[str, Any] | None]:
+def _serve(data: bytes, options: dict[str, str | bool], *, debug: bool) -> tuple[bytes, dict[str, Any] | None]:
     """The pass, or the last known good when it fails transiently (see the module docstring)."""
+    from magic_context.transform import pipeline, protocol
+
     inp = protocol.read_input(protocol.parse_document(data), options)
     try:
         result = pipeline.run(inp)

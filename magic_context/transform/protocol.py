@@ -126,16 +126,6 @@ def _first_user_text(harness: str, messages: list) -> str:
     return ""
 
 
-def _normalized_dir(value: str) -> str:
-    """The directory as `str(pathlib.PurePosixPath(value))` spells it (no pathlib import on the hot path)."""
-    if os.sep != "/":
-        from pathlib import Path
-
-        return str(Path(value))
-    lead = "//" if value.startswith("//") and not value.startswith("///") else "/" if value.startswith("/") else ""
-    return (lead + "/".join(part for part in value.split("/") if part and part != ".")) or "."
-
-
 def _session_id(doc: dict | None, harness: str, messages: list, flag: str | None, project: str) -> str:
     if doc is not None and doc.get("session_id") is not None:
         if not isinstance(doc["session_id"], str) or not doc["session_id"]:
@@ -184,7 +174,7 @@ def read_input(document: Any, options: dict[str, str | bool]) -> PassInput:
     project_value = (doc or {}).get("project_dir") or options.get("--project") or os.getcwd()
     if not isinstance(project_value, str):
         raise BadInput("project_dir must be a string path")
-    project = _normalized_dir(project_value)
+    project = os.path.normpath(project_value)
     flag_session = options.get("--session")
     session_id = _session_id(doc, harness, messages, flag_session if isinstance(flag_session, str) else None, project)
 
