@@ -19,6 +19,7 @@ without one the server answers 418 so a stray request fails loudly. `GET …/mod
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -224,6 +225,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
         pass
+
+    def setup(self) -> None:
+        super().setup()  # answers go out in several writes: without TCP_NODELAY each waits for a delayed ACK
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_GET(self) -> None:
         self.fake._note(self._recorded("GET", b""))

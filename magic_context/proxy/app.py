@@ -68,6 +68,12 @@ def create_app(settings: ProxySettings, info: dict[str, Any], *, on_ready: Calla
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        from magic_context.store import db
+
+        # Held open for the server's lifetime, unused: a pass closing its own connection is then never the
+        # last one, and SQLite checkpoints and resets the WAL when the last one closes (~5 ms per request);
+        # the WAL checkpoints itself past wal_autocheckpoint instead.
+        keeper = db.open_db()
         state.client = _upstream_client(settings)
         try:
             if on_ready is not None:
@@ -75,6 +81,7 @@ def create_app(settings: ProxySettings, info: dict[str, Any], *, on_ready: Calla
             yield
         finally:
             await state.client.aclose()
+            keeper.close()
 
     async def health(_request: Request) -> Response:
         return JSONResponse(state.health())
