@@ -111,7 +111,7 @@ def test_time_to_first_byte_with_a_slow_upstream(fake) -> None:
 
 
 @pytest.mark.parametrize("form", ["anthropic-stream", "anthropic-json", "chat-stream", "chat-json"])
-def test_response_usage_is_recorded_and_used_by_the_next_pass(fake, form: str) -> None:
+def test_response_usage_is_recorded_and_used_by_the_next_pass(fake, mc, form: str) -> None:
     wire, mode = form.split("-")
     stream = mode == "stream"
     if wire == "anthropic":
@@ -134,6 +134,10 @@ def test_response_usage_is_recorded_and_used_by_the_next_pass(fake, form: str) -
     assert reports[0]["usage_source"] == "estimate"
     assert reports[1]["usage_source"] == "provider"
     assert proven <= reports[1]["usage_tokens"] < proven + 50  # + an estimate of the new user message
+    if form == "anthropic-stream":  # `mc status` shows the recorded figures
+        status = json.loads(mc("status", "--json", "--session", f"usage-{form}").stdout)["data"]["context"]
+        assert status["usage_source"] == "provider"
+        assert status["last_response_usage"]["cache_read_input_tokens"] == USAGE["cache_read_input_tokens"]
 
 
 def test_chat_stream_without_usage_leaves_the_next_pass_on_estimates(fake) -> None:

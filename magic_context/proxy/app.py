@@ -87,16 +87,12 @@ def create_app(settings: ProxySettings, info: dict[str, Any], *, on_ready: Calla
         return JSONResponse(state.health())
 
     async def handle(request: Request) -> Response:
-        state.in_flight += 1
         state.counts["requests"] += 1
-        streaming = False
+        state.in_flight += 1
         try:
-            response = await _forward(state, request)
-            streaming = isinstance(response, StreamingResponse)
-            return response
+            return await _forward(state, request)
         finally:
-            if not streaming:
-                state.in_flight -= 1
+            state.in_flight -= 1  # a relayed answer counts itself while it streams
 
     app = Starlette(routes=[StarletteRoute(HEALTH_PATH, health, methods=["GET"]),
                             StarletteRoute("/{path:path}", handle, methods=METHODS)], lifespan=lifespan)
@@ -186,15 +182,30 @@ async def _forward(state: ProxyState, request: Request) -> Response:
         return response
 
     tap = usage_tap.UsageTap(route.wire) if receipt is not None and route is not None and event_stream else None
-    response = StreamingResponse(_relay(state, answer, tap, receipt, wire if event_stream else None),
-                                 status_code=answer.status_code)
+    response = _Relayed(answer, _relay(state, answer, tap, receipt, wire if event_stream else None))
     response.raw_headers = _raw_headers(headers)
     return response
+
+
+class _Relayed(StreamingResponse):
+    """An upstream answer relayed as it arrives; the upstream response is closed however the relay ends
+    (also when the client left before the first chunk, so the body iterator never started)."""
+
+    def __init__(self, answer: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
+        super().__init__(chunks, status_code=answer.status_code)
+        self.answer = answer
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.answer.aclose()
 
 
 async def _relay(state: ProxyState, answer: httpx.Response, tap: usage_tap.UsageTap | None,
                  receipt: passes.Receipt | None, sse_wire: str | None) -> AsyncIterator[bytes]:
     """The upstream's body, chunk by chunk as it arrives; the usage is recorded before the chunk completing it."""
+    state.in_flight += 1
     try:
         async for chunk in answer.aiter_raw():
             if tap is not None and receipt is not None and tap.feed(chunk):
@@ -210,7 +221,6 @@ async def _relay(state: ProxyState, answer: httpx.Response, tap: usage_tap.Usage
             yield replies.error_event(sse_wire, f"mc proxy: the upstream stream broke off ({type(exc).__name__})")
     finally:
         state.in_flight -= 1
-        await answer.aclose()
 
 
 async def _record(state: ProxyState, receipt: passes.Receipt, usage: Any) -> None:

@@ -44,4 +44,12 @@ def latest(conn: sqlite3.Connection, session_pk: int) -> tuple[int, m.Usage] | N
     return int(row[0]), m.Usage(int(row[1]), int(row[2]), int(row[3]), int(row[4]))
 
 
-__all__ = ["latest", "record"]
+def describe(conn: sqlite3.Connection, session_pk: int) -> dict[str, int] | None:
+    """The session's latest recorded response usage as plain data (for `mc status`), or None."""
+    row = conn.execute(f"SELECT prompt_ordinal, {_COLUMNS}, recorded_at FROM response_usage WHERE session_pk = ?",
+                       (session_pk,)).fetchone()
+    names = ("prompt_ordinal", *_COLUMNS.split(", "), "recorded_at")
+    return dict(zip(names, (int(v) for v in row), strict=True)) if row is not None else None
+
+
+__all__ = ["describe", "latest", "record"]
