@@ -155,20 +155,6 @@ def last_pass(db: Path, session: str) -> str:
     return row[0] if row else "?"
 
 
-def wait_for_historian(db: Path, timeout_s: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        conn = sqlite3.connect(db, timeout=30)
-        try:
-            busy = conn.execute("SELECT count(*) FROM leases WHERE name LIKE 'historian:%'").fetchone()[0]
-        finally:
-            conn.close()
-        if not busy:
-            return
-        time.sleep(0.05)
-    raise SystemExit("the background historian did not finish")
-
-
 def warm(session: str, messages: list[dict], cuts: list[int], upto: int) -> None:
     """Serve earlier requests of the session in process (historian inline), as a live client would have."""
     from magic_context.transform import hook
@@ -186,6 +172,8 @@ def p95(values: list[float]) -> float:
 
 
 def main() -> None:
+    from transform_bench import wait_for_historian
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
@@ -224,7 +212,7 @@ def main() -> None:
                         direct = timed_stream(client, upstream_url + "/v1/messages", payload, HEADERS)
                         proxied = timed_stream(client, address + "/v1/messages", payload, headers)
                         pass_kind = last_pass(db, session)
-                        wait_for_historian(db)
+                        wait_for_historian(db.parent)
                         if run < 2 or (pass_kind == "defer") != (kind == "defer"):
                             continue
                         kinds.append(pass_kind)

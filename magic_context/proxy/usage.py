@@ -46,15 +46,19 @@ def responses_usage(usage: Any) -> dict[str, int] | None:
 _NORMALIZE = {ANTHROPIC: anthropic_usage, CHAT: openai_usage, RESPONSES: responses_usage}
 
 
-def from_json(wire: str, body: bytes) -> m.Usage | None:
-    """The usage of a whole JSON answer, or None."""
+def _object(data: bytes) -> dict[str, Any] | None:
+    """`data` parsed, if it is a JSON object."""
     try:
-        document = _loads(body)
+        value = _loads(data)
     except ValueError:
         return None
-    if not isinstance(document, dict):
-        return None
-    usage = _NORMALIZE[wire](document.get("usage"))
+    return value if isinstance(value, dict) else None
+
+
+def from_json(wire: str, body: bytes) -> m.Usage | None:
+    """The usage of a whole JSON answer, or None."""
+    document = _object(body)
+    usage = _NORMALIZE[wire](document.get("usage")) if document is not None else None
     return m.Usage(**usage) if usage else None
 
 
@@ -86,11 +90,8 @@ class UsageTap:
 
     def _event(self, payload: bytes) -> bool:
         """Take the usage of one event; True when it is the response's final usage."""
-        try:
-            event = _loads(payload)
-        except ValueError:
-            return False
-        if not isinstance(event, dict):
+        event = _object(payload)
+        if event is None:
             return False
         if self.wire == ANTHROPIC:
             kind = event.get("type")
