@@ -9,8 +9,7 @@ import typer
 
 from commands import _output
 
-proxy_app = typer.Typer(help="The resident local proxy: point a client's base URL at it.",
-                        invoke_without_command=True, no_args_is_help=False)
+proxy_app = typer.Typer(invoke_without_command=True, no_args_is_help=False)
 
 
 @proxy_app.callback(invoke_without_command=True)
@@ -24,12 +23,13 @@ def proxy(
                                         help="Where OpenAI requests go (default: https://api.openai.com)."),
     daemon: bool = typer.Option(False, "--daemon", help="Run in the background; `mc proxy stop` stops it."),
 ) -> None:
-    """Run the proxy: model requests go through the transform pass, then upstream.
+    """The resident local proxy: point a client's base URL at it (model requests get the pass).
 
     \b
-    POST /v1/messages, /v1/chat/completions and /v1/responses are rewritten in process and
-    forwarded; every other path passes through unchanged. Prints one JSON line on stdout once
-    listening ({"event": "listening", "address": ...}); SIGTERM / Ctrl-C stop it gracefully.
+    Model requests (POST /v1/messages, /v1/chat/completions, /v1/responses)
+    are rewritten in process and forwarded; other paths pass through.
+    Prints one JSON line on stdout once listening; SIGTERM or Ctrl-C stop
+    it gracefully (in-flight answers finish).
     \b
     Examples:
       mc proxy --port 8790
