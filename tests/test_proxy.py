@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
+from conftest import REPO
 from fake_llm_server import FakeLLMServer, Reply, slow
 from proxy_helpers import (
     ANTHROPIC_HEADERS,
@@ -32,7 +33,7 @@ from magic_context import paths
 from magic_context.proxy.routes import RESPONSES_HARNESS
 from magic_context.wire import model as m
 
-REQUESTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "requests"
+REQUESTS = REPO.parent / "shared" / "data" / "requests"
 FIRST = [{"role": "user", "content": "list the files in src/"}]
 ANSWER = "src holds main.py and util.py"
 USAGE = {"input_tokens": 2_000, "cache_read_input_tokens": 60_000, "cache_creation_input_tokens": 500,
