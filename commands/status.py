@@ -57,6 +57,12 @@ def _render(data: dict) -> None:
         percent = ctx["percent"]
         out.print(f"context  {_bar(percent)} {ctx['used_tokens']:,} / {ctx['limit_tokens']:,} tokens"
                   + (f" ({percent}%)" if percent is not None else ""))
+        recorded = ctx.get("last_response_usage")
+        if recorded:
+            cached = recorded["cache_read_input_tokens"] + recorded["cache_creation_input_tokens"]
+            out.print(f"provider last response: {recorded['input_tokens'] + cached:,} prompt tokens "
+                      f"({recorded['cache_read_input_tokens']:,} read from cache), "
+                      f"{recorded['output_tokens']:,} output (recorded by mc proxy)")
         pending = len(data["pending_drops"])
         out.print(f"tags     {tags['active']} active, {tags['dropped']} dropped, {pending} pending drops")
         out.print(f"history  {data['raw_messages']} raw messages, {len(data['compartments'])} compartments, "

@@ -40,8 +40,27 @@ def _patterns() -> list:
 REDACTED: Final = "[REDACTED]"
 
 
-def _secret_env_values() -> list[str]:
-    values = []
+class _Registered:
+    """Secret values seen at run time (a client's API key passing through `mc proxy`), newest last.
+
+    Replaced whole on each change (never mutated), so a reader in another thread sees a consistent tuple.
+    """
+
+    values: tuple[str, ...] = ()
+
+
+MAX_REGISTERED: Final = 64
+
+
+def register_secret(value: str) -> None:
+    """Redact `value` wherever it appears from now on in this process (the newest 64 are kept)."""
+    if len(value) < _MIN_SECRET_LEN or value in _Registered.values:
+        return
+    _Registered.values = (*_Registered.values[-(MAX_REGISTERED - 1):], value)
+
+
+def _secret_values() -> list[str]:
+    values = list(_Registered.values)
     for name, value in os.environ.items():
         upper = name.upper()
         if any(marker in upper for marker in _SECRET_ENV_MARKERS) and len(value) >= _MIN_SECRET_LEN:
@@ -51,8 +70,8 @@ def _secret_env_values() -> list[str]:
 
 
 def redact(text: str) -> str:
-    """Replace API keys, bearer tokens and values of secret-named env vars with `[REDACTED]`."""
-    for value in _secret_env_values():
+    """Replace API keys, bearer tokens, values of secret-named env vars and registered secrets with `[REDACTED]`."""
+    for value in _secret_values():
         text = text.replace(value, REDACTED)
     for pattern in _patterns():
         if pattern.groups >= 3:
@@ -100,4 +119,4 @@ def info(message: str) -> None:
     write("info", message)
 
 
-__all__ = ["MAX_LOG_BYTES", "REDACTED", "error", "info", "redact", "warning", "write"]
+__all__ = ["MAX_LOG_BYTES", "REDACTED", "error", "info", "redact", "register_secret", "warning", "write"]

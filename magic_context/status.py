@@ -8,6 +8,7 @@ from typing import Any
 
 from magic_context import paths
 from magic_context.errors import NotFound
+from magic_context.store import responses
 from magic_context.tools.reduce import find_session
 
 RECENT_PASSES = 10
@@ -82,7 +83,8 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
                     "created_at": created, "updated_at": updated},
         "context": {"used_tokens": used, "limit_tokens": window,
                     "percent": round(100 * used / window, 1) if window else None,
-                    "usage_tokens": last.get("usage_tokens"), "usage_source": last.get("usage_source")},
+                    "usage_tokens": last.get("usage_tokens"), "usage_source": last.get("usage_source"),
+                    "last_response_usage": responses.describe(conn, session_pk)},
         "tags": {"total": counter, "active": tag_counts.get("active", 0), "dropped": tag_counts.get("dropped", 0)},
         "pending_drops": pending,
         "raw_messages": raw_count,

@@ -7,14 +7,19 @@ formats and answers from a script — so tests exercise the real httpx client, n
         server.requests[0].body["messages"]
 
 The wire format of each answer follows the request path: `…/v1/messages` is Anthropic,
-`…/chat/completions` is OpenAI. A script item is a `Reply`, a plain string (shorthand for `ok(text)`),
-or a callable `(RecordedRequest) -> Reply | str` for answers that depend on the prompt. When the script
-runs out, `default` answers (same kinds); without one the server answers 418 so a stray request fails loudly.
+`…/chat/completions` is OpenAI Chat, `…/responses` is OpenAI Responses. A request with `"stream": true`
+is answered as the wire's SSE event stream (chunked, one event per text word, `Reply.event_delay_s`
+apart; Chat includes its usage chunk only when `stream_options.include_usage` is set). A script item is
+a `Reply`, a plain string (shorthand for `ok(text)`), or a callable `(RecordedRequest) -> Reply | str`
+for answers that depend on the prompt. When the script runs out, `default` answers (same kinds);
+without one the server answers 418 so a stray request fails loudly. `GET …/models` and
+`POST …/messages/count_tokens` answer fixed bodies (pass-through routes of a proxy) and are recorded too.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -25,6 +30,8 @@ from typing import Any
 
 ANTHROPIC = "anthropic"
 OPENAI = "openai"
+RESPONSES = "responses"
+MODELS_BODY = {"object": "list", "data": [{"id": "fake-model", "object": "model", "type": "model"}]}
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,7 @@ class Reply:
     message: str | None = None
     usage: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    event_delay_s: float = 0.0  # pause before each streamed event after the first
 
 
 def ok(text: str, *, usage: dict[str, Any] | None = None) -> Reply:
@@ -107,6 +115,8 @@ def _wire(path: str) -> str | None:
         return ANTHROPIC
     if path.endswith("/chat/completions"):
         return OPENAI
+    if path.endswith("/responses"):
+        return RESPONSES
     return None
 
 
@@ -203,6 +213,11 @@ class FakeLLMServer:
     def _sleep(self, seconds: float) -> None:
         self._stopping.wait(seconds)
 
+    def _note(self, request: RecordedRequest) -> None:
+        """Record a request that is not answered from the script (pass-through routes, unknown paths)."""
+        with self._lock:
+            self._requests.append(request)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -211,20 +226,37 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
         pass
 
+    def setup(self) -> None:
+        super().setup()  # answers go out in several writes: without TCP_NODELAY each waits for a delayed ACK
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def do_GET(self) -> None:
+        self.fake._note(self._recorded("GET", b""))
+        if self.path.split("?", 1)[0].rstrip("/").endswith("/models"):
+            self._send(200, MODELS_BODY)
+            return
         self._send(404, {"error": {"message": "not found", "type": "not_found_error"}})
 
-    def do_POST(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
+    def _recorded(self, method: str, raw: bytes) -> RecordedRequest:
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
         received = {k.lower(): v for k, v in self.headers.items()}
-        request = RecordedRequest(method="POST", path=self.path, headers=received, body=body, raw=raw)
+        return RecordedRequest(method=method, path=self.path, headers=received, body=body, raw=raw)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        request = self._recorded("POST", raw)
+        body = request.body
         wire = request.wire
+        if wire is None and self.path.split("?", 1)[0].rstrip("/").endswith("/count_tokens"):
+            self.fake._note(request)
+            self._send(200, {"input_tokens": _words(json.dumps(body))})
+            return
         if wire is None:
+            self.fake._note(request)
             self._send(404, {"error": {"message": f"unknown path {self.path}", "type": "not_found_error"}})
             return
         reply, number = self.fake._take(request)
@@ -241,8 +273,31 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, _error_body(wire, reply), headers)
         else:
             model = body.get("model", "fake-model") if isinstance(body, dict) else "fake-model"
-            build = _anthropic_body if wire == ANTHROPIC else _openai_body
+            if isinstance(body, dict) and body.get("stream"):
+                self._stream(reply, _EVENTS[wire](reply, model, number, request), headers)
+                return
+            build = {ANTHROPIC: _anthropic_body, OPENAI: _openai_body, RESPONSES: _responses_body}[wire]
             self._send(reply.status, build(reply, model, number, request), headers)
+
+    def _stream(self, reply: Reply, events: list[bytes], headers: dict[str, str]) -> None:
+        """Send `events` as an SSE answer in HTTP/1.1 chunks, flushed one by one."""
+        try:
+            self.send_response(reply.status)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("transfer-encoding", "chunked")
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            for index, event in enumerate(events):
+                if index and reply.event_delay_s:
+                    self.fake._sleep(reply.event_delay_s)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
@@ -280,6 +335,73 @@ def _openai_body(reply: Reply, model: str, number: int, request: RecordedRequest
             "model": model, "usage": usage,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text},
                          "finish_reason": "stop"}]}
+
+
+def _responses_usage(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
+    if reply.usage is not None:
+        return reply.usage
+    prompt, output = _words(json.dumps((request.body or {}).get("input", ""))), _words(reply.text)
+    return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": output,
+            "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": prompt + output}
+
+
+def _responses_body(reply: Reply, model: str, number: int, request: RecordedRequest) -> dict[str, Any]:
+    item = {"id": f"msg_fake_{number}", "type": "message", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": reply.text, "annotations": []}]}
+    return {"id": f"resp_fake_{number}", "object": "response", "created_at": int(time.time()), "status": "completed",
+            "model": model, "output": [item], "usage": _responses_usage(reply, request), "error": None}
+
+
+def _sse(data: Any, event: str | None = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return (head + "data: " + (data if isinstance(data, str) else json.dumps(data)) + "\n\n").encode()
+
+
+def _pieces(text: str) -> list[str]:
+    words = text.split(" ")
+    return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)] if text else []
+
+
+def _anthropic_events(reply: Reply, model: str, number: int, request: RecordedRequest) -> list[bytes]:
+    usage = _anthropic_body(reply, model, number, request)["usage"]
+    start = {"id": f"msg_fake_{number}", "type": "message", "role": "assistant", "model": model, "content": [],
+             "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 1}}
+    events = [_sse({"type": "message_start", "message": start}, "message_start"),
+              _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                   "content_block_start")]
+    events += [_sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
+                    "content_block_delta") for piece in _pieces(reply.text)]
+    events += [_sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+               _sse({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                     "usage": {"output_tokens": usage.get("output_tokens", 0)}}, "message_delta"),
+               _sse({"type": "message_stop"}, "message_stop")]
+    return events
+
+
+def _openai_events(reply: Reply, model: str, number: int, request: RecordedRequest) -> list[bytes]:
+    whole = _openai_body(reply, model, number, request)
+    base = {"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"], "model": model}
+    events = [_sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                         "finish_reason": None}]})]
+    events += [_sse({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+               for piece in _pieces(reply.text)]
+    events.append(_sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+    if ((request.body or {}).get("stream_options") or {}).get("include_usage"):
+        events.append(_sse({**base, "choices": [], "usage": whole["usage"]}))
+    return [*events, _sse("[DONE]")]
+
+
+def _responses_events(reply: Reply, model: str, number: int, request: RecordedRequest) -> list[bytes]:
+    done = _responses_body(reply, model, number, request)
+    pending = {**done, "status": "in_progress", "output": [], "usage": None}
+    item_id = done["output"][0]["id"]
+    events = [_sse({"type": "response.created", "response": pending}, "response.created")]
+    events += [_sse({"type": "response.output_text.delta", "item_id": item_id, "output_index": 0, "content_index": 0,
+                     "delta": piece}, "response.output_text.delta") for piece in _pieces(reply.text)]
+    return [*events, _sse({"type": "response.completed", "response": done}, "response.completed")]
+
+
+_EVENTS = {ANTHROPIC: _anthropic_events, OPENAI: _openai_events, RESPONSES: _responses_events}
 
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",

@@ -38,11 +38,14 @@ def _fresh(messages: list[m.Message]) -> list[m.Message]:
     return messages
 
 
+def convert(native: list[Any], source: str, target: str) -> list[Any]:
+    """Messages of harness format `source` rendered fresh in format `target` (recorded usage stripped)."""
+    return CODECS[target].encode(_fresh(CODECS[source].decode(native)))
+
+
 def render_calls(path: Path, shape: str) -> Iterator[tuple[list[Any], Any]]:
     """(native messages in `shape`, recorded call) for every LLM call of a recorded session."""
     session = load_session(path)
-    source = CODECS[session.harness]
-    target = CODECS[shape]
     for call in session.calls:
         native = orjson.loads(orjson.dumps(call.messages))
         if shape == session.harness:
@@ -53,8 +56,7 @@ def render_calls(path: Path, shape: str) -> Iterator[tuple[list[Any], Any]]:
                         message["info"].pop("tokens", None)
             yield native, call
             continue
-        decoded = _fresh(source.decode(native))
-        yield target.encode(decoded), call
+        yield convert(native, session.harness, shape), call
 
 
 def served_tokens(shape: str, document: Any) -> int:

@@ -126,6 +126,26 @@ class Sqlite(_Section):
     mmap_size_mb: int = Field(0, ge=0, le=65536)
 
 
+class Proxy(_Section):
+    """`mc proxy` (user tier only: the project tier may not redirect where requests go)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8790, ge=0, le=65535)
+    upstream_anthropic: str = "https://api.anthropic.com"
+    upstream_openai: str = "https://api.openai.com"
+    max_body_mb: int = Field(32, ge=1, le=1024)
+    connect_timeout_s: float = Field(10.0, gt=0, le=600)
+    read_timeout_s: float = Field(600.0, gt=0, le=3600)
+    shutdown_grace_s: float = Field(120.0, ge=0, le=3600)
+
+    @field_validator("upstream_anthropic", "upstream_openai")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError(f"{value!r} is not an http(s) URL")
+        return value.rstrip("/")
+
+
 class MCConfig(_Section):
     """The whole configuration with every default filled in."""
 
@@ -153,6 +173,7 @@ class MCConfig(_Section):
     dreamer: Dreamer = Field(default_factory=Dreamer)
     output_reserve: int | None = Field(None, ge=0)
     sqlite: Sqlite = Field(default_factory=Sqlite)
+    proxy: Proxy = Field(default_factory=Proxy)
 
     @field_validator("cache_ttl")
     @classmethod

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 # Whole subtrees and leaves the project tier may never set.
 UNTRUSTED_PATHS: Final = frozenset({
     "sqlite",
+    "proxy",
     "fail_closed_blocking",
     "output_reserve",
     "historian.provider",

@@ -195,6 +195,25 @@ CREATE TABLE IF NOT EXISTS leases (
         db["memories"].enable_fts(["content", "category"], create_triggers=True, tokenize="porter")
 
 
+@migrations()
+def m002_response_usage(db: Database) -> None:
+    """The provider usage of each session's latest response seen by `mc proxy`, and where its prompt ended."""
+    _run(
+        db,
+        """
+CREATE TABLE IF NOT EXISTS response_usage (
+    session_pk INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    prompt_ordinal INTEGER NOT NULL,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_input_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_creation_input_tokens INTEGER NOT NULL DEFAULT 0,
+    recorded_at INTEGER NOT NULL
+)
+""",
+    )
+
+
 @dataclass(frozen=True)
 class MigrationStatus:
     """What `mc migrate` reports: names already applied and names still pending."""

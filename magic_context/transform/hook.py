@@ -20,6 +20,7 @@ from magic_context.errors import (
     StorageBusy,
     UnsafeLocation,
 )
+from magic_context.records import record
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
@@ -67,24 +68,40 @@ def _warn(message: str) -> None:
     log.warning(message)
 
 
+@record
+class Served:
+    """One served pass: the output bytes and report; after a full written pass, its input and the raw
+    ordinal of the input's last message (what `mc proxy` pairs the response's usage with)."""
+
+    output: bytes
+    report: dict[str, Any] | None
+    inp: Any = None
+    prompt_ordinal: int | None = None
+
+
 def serve(data: bytes, options: dict[str, str | bool], *, debug: bool = False) -> tuple[bytes, dict[str, Any] | None]:
     """Run one pass on the raw stdin bytes; returns (stdout bytes, report)."""
     from magic_context import records
 
     try:
-        return _serve(data, options, debug=debug)
+        served = serve_pass(data, options, debug=debug)
+        return served.output, served.report
     finally:  # the first processes compile the record initializers (some only on busting passes); later ones load them
         records.save_code_cache()
 
 
-def _serve(data: bytes, options: dict[str, str | bool], *, debug: bool) -> tuple[bytes, dict[str, Any] | None]:
-    """The pass, or the last known good when it fails transiently (see the module docstring)."""
+def serve_pass(data: bytes, options: dict[str, str | bool], *, debug: bool = False, document: Any = None) -> Served:
+    """The pass, or the last known good when it fails transiently (see the module docstring).
+
+    `document` is `data` already parsed (the caller must not reuse it: the pass edits it in place).
+    Raises BadInput, ContextEmergency and the storage errors that must not be papered over.
+    """
     from magic_context.transform import pipeline, protocol
 
-    inp = protocol.read_input(protocol.parse_document(data), options)
+    inp = protocol.read_input(protocol.parse_document(data) if document is None else document, options)
     try:
         result = pipeline.run(inp)
-        return protocol.dumps(result.document), result.report
+        return Served(protocol.dumps(result.document), result.report, inp, result.prompt_ordinal)
     except _FATAL:
         raise
     except MCError as exc:
@@ -104,10 +121,10 @@ def _serve(data: bytes, options: dict[str, str | bool], *, debug: bool) -> tuple
         _warn(f"{reason}; served the last known good context")
         report = dict(result.report, lkg=True)
         report["warnings"] = [*report.get("warnings", []), reason]
-        return protocol.dumps(result.document), report
+        return Served(protocol.dumps(result.document), report, fresh)
     except Exception:
         _warn(f"{reason}; served the input unchanged")
-        return data, {"pass": "defer", "bust": False, "reason": "input served unchanged", "warnings": [reason]}
+        return Served(data, {"pass": "defer", "bust": False, "reason": "input served unchanged", "warnings": [reason]})
 
 
 def _fail_closed(inp: Any) -> bool:
@@ -145,4 +162,4 @@ def main(args: list[str], *, debug: bool = False, stdin: BinaryIO | None = None,
     return int(ExitCode.OK)
 
 
-__all__ = ["USAGE", "main", "parse_args", "serve"]
+__all__ = ["USAGE", "Served", "main", "parse_args", "serve", "serve_pass"]

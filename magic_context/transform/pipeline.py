@@ -15,6 +15,7 @@ from magic_context.history import trigger as history_trigger
 from magic_context.records import Factory, record
 from magic_context.store import db as store_db
 from magic_context.store import raw as raw_store
+from magic_context.store import responses as response_store
 from magic_context.transform import (
     accounting,
     drops,
@@ -47,6 +48,7 @@ class PassResult:
     document: Any
     report: dict[str, Any]
     warnings: list[str] = Factory(list)
+    prompt_ordinal: int | None = None  # raw ordinal of the input's last message (a written pass only)
 
 
 def _estimate(text: str) -> int:
@@ -75,19 +77,41 @@ def _session_row(conn: sqlite3.Connection, inp: PassInput) -> tuple[int, str]:
     return pk, project_id
 
 
-def _provider_usage(inp: PassInput, messages: list[m.Message], msg_tokens: list[int]) -> int | None:
-    """Prompt size from the provider's last usage plus an estimate of what came after that response."""
+def _provider_usage(conn: sqlite3.Connection, pk: int, inp: PassInput, messages: list[m.Message],
+                    msg_tokens: list[int], *, divergences: list[tuple[str, int]]) -> int | None:
+    """Prompt size from the provider's last usage plus an estimate of what came after that response.
+
+    The usage is the input's own (envelope, else the message's), else the one `mc proxy` recorded for
+    the response that is this assistant message.
+    """
     for index in range(len(messages) - 1, -1, -1):
         msg = messages[index]
         if msg.role != m.ASSISTANT:
             continue
-        usage = inp.usage or msg.usage
+        usage = inp.usage or msg.usage or _recorded_usage(conn, pk, messages, index, divergences)
         if usage is None or usage.total_input <= 0:
             return None
         return usage.total_input + usage.output_tokens + sum(msg_tokens[index + 1:])
     if inp.usage is not None and inp.usage.total_input > 0:
         return inp.usage.total_input + inp.usage.output_tokens
     return None
+
+
+def _recorded_usage(conn: sqlite3.Connection, pk: int, messages: list[m.Message], index: int,
+                    divergences: list[tuple[str, int]]) -> m.Usage | None:
+    """The recorded response usage, if `messages[index]` is that response (it directly follows the
+    prompt's last message) and the history that prompt held was not rewritten since."""
+    found = response_store.latest(conn, pk)
+    if found is None or index == 0:
+        return None
+    prompt_ordinal, usage = found
+    if messages[index - 1].ordinal != prompt_ordinal or messages[index].ordinal != prompt_ordinal + 1:
+        return None
+    # A rewrite of the prompt's last message alone (e.g. a client moving its cache breakpoint) keeps the
+    # figures; anything rewritten before it means the provider counted a different prompt.
+    if any(at < prompt_ordinal for _reason, at in divergences):
+        return None
+    return usage
 
 
 def _last_activity(state: SessionState, messages: list[m.Message]) -> int | None:
@@ -244,7 +268,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
         return body + prefixes + head_tokens + system_tokens + nudge_tokens
 
     estimated = served(sites)
-    reported = _provider_usage(inp, messages, msg_tokens)
+    reported = _provider_usage(conn, pk, inp, messages, msg_tokens, divergences=sync.divergences)
     usage_tokens = reported if reported is not None else estimated
     decision = scheduler.decide(usage_tokens, limit.tokens, threshold, now_ms=inp.now_ms,
                                 last_activity_ms=_last_activity(state, messages), ttl_ms=ttl)
@@ -420,7 +444,8 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
                  extra={"reasoning_tokens": {k: v for k, v in reasoning_cache.items() if k in stripped},
                         "fold_through": fold_through, "skim_hint": _skim_hint(all_messages, fold_through),
                         **({"head_created_at": head_created} if head_created is not None else {})})
-    return PassResult(build_output(inp, messages_out, system_out), report, warnings)
+    last_ordinal = all_messages[-1].ordinal if all_messages and not (readonly or inp.dry_run) else None
+    return PassResult(build_output(inp, messages_out, system_out), report, warnings, last_ordinal)
 
 
 def _historian(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, pk: int, *, messages: list[m.Message],
