@@ -1,5 +1,6 @@
-"""A real HTTP server on 127.0.0.1 that speaks the Anthropic Messages and OpenAI Chat Completions wire
-formats and answers from a script — so tests exercise the real httpx client, never a patched one.
+"""A real HTTP server on 127.0.0.1 that speaks the Anthropic Messages, OpenAI Chat Completions and OpenAI
+Responses wire formats, as JSON or as SSE streams (`"stream": true`), and answers from a script — so tests
+exercise real clients (httpx, and the real harness binaries in tests/e2e/), never a patched one.
 
     with FakeLLMServer() as server:
         server.script(["first answer", error(429, retry_after="1"), slow(2.0), malformed(), empty()])
@@ -7,9 +8,12 @@ formats and answers from a script — so tests exercise the real httpx client, n
         server.requests[0].body["messages"]
 
 The wire format of each answer follows the request path: `…/v1/messages` is Anthropic,
-`…/chat/completions` is OpenAI. A script item is a `Reply`, a plain string (shorthand for `ok(text)`),
-or a callable `(RecordedRequest) -> Reply | str` for answers that depend on the prompt. When the script
-runs out, `default` answers (same kinds); without one the server answers 418 so a stray request fails loudly.
+`…/chat/completions` is OpenAI Chat, `…/responses` is OpenAI Responses. A script item is a `Reply`, a plain
+string (shorthand for `ok(text)`), or a callable `(RecordedRequest) -> Reply | str` for answers that depend
+on the prompt; `tool_round(NAME, ARGS, final)` is such a callable: one call of tool NAME while the request
+offers it and carries no tool result yet, else the final text — so a client's second request carries the
+tool result. When the script runs out, `default` answers (same kinds); without one the server answers 418
+so a stray request fails loudly. Every request is recorded with its exact body bytes and its headers.
 """
 
 from __future__ import annotations
@@ -25,6 +29,16 @@ from typing import Any
 
 ANTHROPIC = "anthropic"
 OPENAI = "openai"
+RESPONSES = "openai-responses"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model makes; `id` is generated from the request number when empty."""
+
+    name: str
+    arguments: dict[str, Any]
+    id: str = ""
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,7 @@ class Reply:
     message: str | None = None
     usage: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 def ok(text: str, *, usage: dict[str, Any] | None = None) -> Reply:
@@ -50,6 +65,22 @@ def ok(text: str, *, usage: dict[str, Any] | None = None) -> Reply:
 def error(status: int, *, retry_after: str | None = None, message: str | None = None) -> Reply:
     """An error status with the wire format's error body and an optional Retry-After header."""
     return Reply(status=status, retry_after=retry_after, message=message)
+
+
+def tool_call(name: str, arguments: dict[str, Any], *, text: str = "") -> Reply:
+    """An answer that calls tool `name` with `arguments` (after an optional text)."""
+    return Reply(text=text, tool_calls=(ToolCall(name, arguments),))
+
+
+def tool_round(name: str, arguments: dict[str, Any], final: str) -> Callable[[RecordedRequest], Reply]:
+    """Call tool `name` once (while offered and not yet answered), then answer `final`."""
+
+    def answer(request: RecordedRequest) -> Reply:
+        if name in request.tool_names and not request.has_tool_result:
+            return tool_call(name, arguments)
+        return ok(final)
+
+    return answer
 
 
 def slow(delay_s: float, text: str = "too late") -> Reply:
@@ -91,6 +122,36 @@ class RecordedRequest:
         return "\n".join(m.get("content", "") for m in body.get("messages", []) if m.get("role") == "system")
 
     @property
+    def tool_names(self) -> list[str]:
+        """Names of the tools the request offers, in any of the three formats."""
+        body = self.body if isinstance(self.body, dict) else {}
+        names = []
+        for tool in body.get("tools") or []:
+            if isinstance(tool, dict):
+                names.append(tool.get("name") or (tool.get("function") or {}).get("name"))
+        return [n for n in names if n]
+
+    @property
+    def has_tool_result(self) -> bool:
+        """Whether the history already carries a tool result (Anthropic, Chat or Responses)."""
+        body = self.body if isinstance(self.body, dict) else {}
+        for message in body.get("messages") or []:
+            if not isinstance(message, dict):
+                continue
+            if message.get("role") == "tool":
+                return True
+            content = message.get("content")
+            if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result"
+                                                 for b in content):
+                return True
+        return any(isinstance(item, dict) and str(item.get("type", "")).endswith("call_output")
+                   for item in body.get("input") or [] if isinstance(body.get("input"), list))
+
+    @property
+    def stream(self) -> bool:
+        return isinstance(self.body, dict) and self.body.get("stream") is True
+
+    @property
     def prompt(self) -> str:
         """The user message text in either format (the last user message)."""
         body = self.body if isinstance(self.body, dict) else {}
@@ -103,10 +164,12 @@ ScriptItem = Reply | str | Callable[[RecordedRequest], "Reply | str"]
 
 def _wire(path: str) -> str | None:
     path = path.split("?", 1)[0].rstrip("/")
-    if path.endswith("/v1/messages"):
+    if path.endswith("/messages"):
         return ANTHROPIC
     if path.endswith("/chat/completions"):
         return OPENAI
+    if path.endswith("/responses"):
+        return RESPONSES
     return None
 
 
@@ -212,11 +275,34 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        if self.path.split("?", 1)[0].rstrip("/").endswith("/models"):
+            self._send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "fake"}]})
+            return
         self._send(404, {"error": {"message": "not found", "type": "not_found_error"}})
 
-    def do_POST(self) -> None:
+    def do_HEAD(self) -> None:  # some clients probe the base URL first
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("transfer-encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
         length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        return self.rfile.read(length) if length else b""
+
+    def do_POST(self) -> None:
+        raw = self._read_body()
+        if self.path.split("?", 1)[0].rstrip("/").endswith("/count_tokens"):
+            self._send(200, {"input_tokens": max(1, len(raw) // 4)})
+            return
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -241,8 +327,30 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, _error_body(wire, reply), headers)
         else:
             model = body.get("model", "fake-model") if isinstance(body, dict) else "fake-model"
-            build = _anthropic_body if wire == ANTHROPIC else _openai_body
-            self._send(reply.status, build(reply, model, number, request), headers)
+            if request.stream:
+                self._stream(_STREAMS[wire](reply, model, number, request), headers)
+            else:
+                self._send(reply.status, _BODIES[wire](reply, model, number, request), headers)
+
+    def _stream(self, events: list[tuple[str | None, Any]], headers: dict[str, str]) -> None:
+        """Send `events` as one SSE response (chunked), each `event:` line only when named."""
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("transfer-encoding", "chunked")
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            for event, data in events:
+                text = data if isinstance(data, str) else json.dumps(data)
+                frame = ((f"event: {event}\n" if event else "") + f"data: {text}\n\n").encode("utf-8")
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
@@ -263,23 +371,133 @@ def _words(text: str) -> int:
     return max(1, len(text.split()))
 
 
+def _calls(reply: Reply, number: int) -> list[ToolCall]:
+    return [ToolCall(c.name, c.arguments, c.id or f"call_fake_{number}_{i}") for i, c in enumerate(reply.tool_calls)]
+
+
+def _anthropic_usage(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
+    return reply.usage or {"input_tokens": _words(request.system + " " + request.prompt),
+                           "output_tokens": _words(reply.text) if reply.text else 0,
+                           "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+
+
 def _anthropic_body(reply: Reply, model: str, number: int, request: RecordedRequest) -> dict[str, Any]:
-    usage = reply.usage or {"input_tokens": _words(request.system + " " + request.prompt),
-                            "output_tokens": _words(reply.text) if reply.text else 0}
-    return {"id": f"msg_fake_{number}", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": reply.text}] if reply.text else [],
-            "stop_reason": "end_turn", "stop_sequence": None, "usage": usage}
+    content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+    content += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in _calls(reply, number)]
+    return {"id": f"msg_fake_{number}", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": "tool_use" if reply.tool_calls else "end_turn", "stop_sequence": None,
+            "usage": _anthropic_usage(reply, request)}
+
+
+def _anthropic_stream(reply: Reply, model: str, number: int, request: RecordedRequest) -> list[tuple[str | None, Any]]:
+    body = _anthropic_body(reply, model, number, request)
+    start = dict(body, content=[], stop_reason=None, usage=dict(body["usage"], output_tokens=1))
+    events: list[tuple[str | None, Any]] = [("message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(body["content"]):
+        if block["type"] == "text":
+            first, delta = dict(block, text=""), {"type": "text_delta", "text": block["text"]}
+        else:
+            first = dict(block, input={})
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        events += [("content_block_start", {"type": "content_block_start", "index": index, "content_block": first}),
+                   ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}),
+                   ("content_block_stop", {"type": "content_block_stop", "index": index})]
+    events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": body["stop_reason"],
+                                                                     "stop_sequence": None},
+                                  "usage": {"output_tokens": body["usage"].get("output_tokens", 0)}}),
+               ("message_stop", {"type": "message_stop"})]
+    return events
+
+
+def _openai_usage(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
+    prompt_tokens = _words(request.system + " " + request.prompt)
+    completion_tokens = _words(reply.text) if reply.text else 0
+    return reply.usage or {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                           "total_tokens": prompt_tokens + completion_tokens}
 
 
 def _openai_body(reply: Reply, model: str, number: int, request: RecordedRequest) -> dict[str, Any]:
-    prompt_tokens = _words(request.system + " " + request.prompt)
-    completion_tokens = _words(reply.text) if reply.text else 0
-    usage = reply.usage or {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                            "total_tokens": prompt_tokens + completion_tokens}
+    content = reply.text if reply.text or not reply.tool_calls else None
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if reply.tool_calls:
+        message["tool_calls"] = [{"id": c.id, "type": "function",
+                                  "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                                 for c in _calls(reply, number)]
     return {"id": f"chatcmpl-fake-{number}", "object": "chat.completion", "created": int(time.time()),
-            "model": model, "usage": usage,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text},
-                         "finish_reason": "stop"}]}
+            "model": model, "usage": _openai_usage(reply, request),
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if reply.tool_calls else "stop"}]}
+
+
+def _openai_stream(reply: Reply, model: str, number: int, request: RecordedRequest) -> list[tuple[str | None, Any]]:
+    base = {"id": f"chatcmpl-fake-{number}", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": model}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, dict[str, Any]]:
+        return None, dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}])
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    if reply.text:
+        events.append(chunk({"content": reply.text}))
+    for index, call in enumerate(_calls(reply, number)):
+        events += [chunk({"tool_calls": [{"index": index, "id": call.id, "type": "function",
+                                          "function": {"name": call.name, "arguments": ""}}]}),
+                   chunk({"tool_calls": [{"index": index, "function": {"arguments": json.dumps(call.arguments)}}]})]
+    events.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
+    if isinstance(request.body, dict) and (request.body.get("stream_options") or {}).get("include_usage"):
+        events.append((None, dict(base, choices=[], usage=_openai_usage(reply, request))))
+    events.append((None, "[DONE]"))
+    return events
+
+
+def _responses_body(reply: Reply, model: str, number: int, request: RecordedRequest) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
+    if reply.text:
+        output.append({"id": f"msg_fake_{number}", "type": "message", "status": "completed", "role": "assistant",
+                       "content": [{"type": "output_text", "text": reply.text, "annotations": []}]})
+    output += [{"id": f"fc_fake_{number}_{i}", "type": "function_call", "status": "completed", "call_id": c.id,
+                "name": c.name, "arguments": json.dumps(c.arguments)} for i, c in enumerate(_calls(reply, number))]
+    usage = reply.usage or {"input_tokens": _words(request.prompt), "input_tokens_details": {"cached_tokens": 0},
+                            "output_tokens": _words(reply.text), "output_tokens_details": {"reasoning_tokens": 0},
+                            "total_tokens": _words(request.prompt) + _words(reply.text)}
+    return {"id": f"resp_fake_{number}", "object": "response", "created_at": int(time.time()), "status": "completed",
+            "model": model, "output": output, "usage": usage, "error": None, "incomplete_details": None}
+
+
+def _responses_stream(reply: Reply, model: str, number: int, request: RecordedRequest) -> list[tuple[str | None, Any]]:
+    body = _responses_body(reply, model, number, request)
+    events: list[tuple[str | None, Any]] = []
+
+    def event(kind: str, **fields: Any) -> None:
+        events.append((kind, {"type": kind, "sequence_number": len(events), **fields}))
+
+    pending = dict(body, status="in_progress", output=[], usage=None)
+    event("response.created", response=pending)
+    event("response.in_progress", response=pending)
+    for index, item in enumerate(body["output"]):
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            part = {"type": "output_text", "text": "", "annotations": []}
+            event("response.output_item.added", output_index=index, item=dict(item, content=[], status="in_progress"))
+            event("response.content_part.added", item_id=item["id"], output_index=index, content_index=0, part=part)
+            event("response.output_text.delta", item_id=item["id"], output_index=index, content_index=0, delta=text)
+            event("response.output_text.done", item_id=item["id"], output_index=index, content_index=0, text=text)
+            event("response.content_part.done", item_id=item["id"], output_index=index, content_index=0,
+                  part=dict(part, text=text))
+        else:
+            event("response.output_item.added", output_index=index,
+                  item=dict(item, arguments="", status="in_progress"))
+            event("response.function_call_arguments.delta", item_id=item["id"], output_index=index,
+                  delta=item["arguments"])
+            event("response.function_call_arguments.done", item_id=item["id"], output_index=index,
+                  arguments=item["arguments"])
+        event("response.output_item.done", output_index=index, item=item)
+    event("response.completed", response=body)
+    return events
+
+
+_BODIES = {ANTHROPIC: _anthropic_body, OPENAI: _openai_body, RESPONSES: _responses_body}
+_STREAMS = {ANTHROPIC: _anthropic_stream, OPENAI: _openai_stream, RESPONSES: _responses_stream}
 
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -291,7 +509,10 @@ def _error_body(wire: str, reply: Reply) -> dict[str, Any]:
     message = reply.message or f"fake {kind} (HTTP {reply.status})"
     if wire == ANTHROPIC:
         return {"type": "error", "error": {"type": kind, "message": message}}
+    if wire == RESPONSES:
+        return {"error": {"message": message, "type": kind, "code": str(reply.status)}}
     return {"error": {"message": message, "type": kind, "param": None, "code": str(reply.status)}}
 
 
-__all__ = ["FakeLLMServer", "RecordedRequest", "Reply", "empty", "error", "malformed", "ok", "slow"]
+__all__ = ["ANTHROPIC", "OPENAI", "RESPONSES", "FakeLLMServer", "RecordedRequest", "Reply", "ToolCall", "empty",
+           "error", "malformed", "ok", "slow", "tool_call", "tool_round"]
