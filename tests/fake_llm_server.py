@@ -74,10 +74,18 @@ def tool_call(name: str, arguments: dict[str, Any], *, text: str = "") -> Reply:
 
 def tool_round(name: str, arguments: dict[str, Any], final: str) -> Callable[[RecordedRequest], Reply]:
     """Call tool `name` once (while offered and not yet answered), then answer `final`."""
+    return tool_sequence([(name, arguments)], final)
+
+
+def tool_sequence(calls: list[tuple[str, dict[str, Any]]], final: str) -> Callable[[RecordedRequest], Reply]:
+    """Make the calls one per request (the k-th once the history holds k-1 tool results), then answer `final`.
+
+    A request that offers no tools (a harness's side call, e.g. a title) gets `final` too."""
 
     def answer(request: RecordedRequest) -> Reply:
-        if name in request.tool_names and not request.has_tool_result:
-            return tool_call(name, arguments)
+        done = request.tool_result_count
+        if request.tool_names and done < len(calls) and calls[done][0] in request.tool_names:
+            return tool_call(*calls[done])
         return ok(final)
 
     return answer
@@ -132,20 +140,23 @@ class RecordedRequest:
         return [n for n in names if n]
 
     @property
-    def has_tool_result(self) -> bool:
-        """Whether the history already carries a tool result (Anthropic, Chat or Responses)."""
+    def tool_result_count(self) -> int:
+        """How many tool results the history carries (Anthropic, Chat or Responses)."""
         body = self.body if isinstance(self.body, dict) else {}
+        count = 0
         for message in body.get("messages") or []:
             if not isinstance(message, dict):
                 continue
-            if message.get("role") == "tool":
-                return True
             content = message.get("content")
-            if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result"
-                                                 for b in content):
-                return True
-        return any(isinstance(item, dict) and str(item.get("type", "")).endswith("call_output")
-                   for item in body.get("input") or [] if isinstance(body.get("input"), list))
+            count += message.get("role") == "tool"
+            count += sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_result") \
+                if isinstance(content, list) else 0
+        items = body.get("input") if isinstance(body.get("input"), list) else []
+        return count + sum(1 for i in items if isinstance(i, dict) and str(i.get("type", "")).endswith("call_output"))
+
+    @property
+    def has_tool_result(self) -> bool:
+        return self.tool_result_count > 0
 
     @property
     def stream(self) -> bool:
@@ -515,4 +526,4 @@ def _error_body(wire: str, reply: Reply) -> dict[str, Any]:
 
 
 __all__ = ["ANTHROPIC", "OPENAI", "RESPONSES", "FakeLLMServer", "RecordedRequest", "Reply", "ToolCall", "empty",
-           "error", "malformed", "ok", "slow", "tool_call", "tool_round"]
+           "error", "malformed", "ok", "slow", "tool_call", "tool_round", "tool_sequence"]
