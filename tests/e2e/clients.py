@@ -91,4 +91,15 @@ def require(name: str) -> Client:
     return client
 
 
-__all__ = ["CACHE_ENV", "Client", "Pin", "cache_dir", "find", "in_ci", "pins", "require"]
+def require_node() -> str:
+    """`node` on PATH (the plugins' own tests drive them with it), or skip / fail under CI."""
+    node = shutil.which("node")
+    if node is None:
+        message = "node is not on PATH; run `bash .ci/install-clients` (it installs Debian's nodejs)"
+        if in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+    return node
+
+
+__all__ = ["CACHE_ENV", "Client", "Pin", "cache_dir", "find", "in_ci", "pins", "require", "require_node"]

@@ -56,11 +56,13 @@ export function run(argv, input, { timeoutMs = DEFAULT_TIMEOUT_MS, cwd } = {}) {
     };
     const timer = setTimeout(() => {
       timedOut = true;
-      try { child?.kill("SIGKILL"); } catch { /* already gone */ }
+      kill(child);
       finish(null, new Error(`timed out after ${timeoutMs} ms`));
     }, timeoutMs);
     try {
-      child = spawn(argv[0], argv.slice(1), { cwd, stdio: ["pipe", "pipe", "pipe"] });
+      // Its own process group (POSIX), so a timeout takes down whatever the command started with it.
+      child = spawn(argv[0], argv.slice(1),
+                    { cwd, stdio: ["pipe", "pipe", "pipe"], detached: process.platform !== "win32" });
     } catch (error) {
       finish(null, error);
       return;
@@ -72,6 +74,17 @@ export function run(argv, input, { timeoutMs = DEFAULT_TIMEOUT_MS, cwd } = {}) {
     child.stdin.on("error", () => { /* mc exited before reading everything: its status tells */ });
     child.stdin.end(input);
   });
+}
+
+function kill(child) {
+  if (!child) return;
+  try {
+    if (process.platform !== "win32" && child.pid) process.kill(-child.pid, "SIGKILL");
+    else child.kill("SIGKILL");
+  } catch {
+    try { child.kill("SIGKILL"); } catch { /* already gone */ }
+  }
+  for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.destroy();
 }
 
 /** mc's one-line error (`mc: error: …`) from stderr, else its last line. */
