@@ -22,6 +22,7 @@ class Span:
     start: int
     end: int
     key: str | None = None
+    key_start: int = -1  # where an object member's key begins (its line's indentation is measured there)
 
 
 def _skip(text: str, i: int) -> int:
@@ -83,18 +84,18 @@ def _container(text: str, i: int) -> tuple[int, list[Span]]:
             raise ValueError(f"unclosed {text[i]!r} opened at offset {i}")
         if text[j] == close:
             return j + 1, children
-        key = None
+        key, key_start = None, -1
         if close == "}":
             if text[j] != '"':
                 raise ValueError(f"expected a key at offset {j}")
-            key_end = _string_end(text, j)
+            key_start, key_end = j, _string_end(text, j)
             key = json.loads(text[j:key_end])
             j = _skip(text, key_end)
             if j >= len(text) or text[j] != ":":
                 raise ValueError(f"expected ':' at offset {j}")
             j = _skip(text, j + 1)
         end = _value_end(text, j)
-        children.append(Span(j, end, key))
+        children.append(Span(j, end, key, key_start))
         j = _skip(text, end)
         if j < len(text) and text[j] == ",":
             j = _skip(text, j + 1)
@@ -156,16 +157,37 @@ def _indent_before(text: str, offset: int) -> str | None:
     return prefix if not prefix.strip() else None
 
 
+def _skip_inline(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t":
+        i += 1
+    return i
+
+
 def _insert_after(text: str, container_start: int, last: Span | None, close_at: int, item: str) -> str:
-    """Insert `item` as the last child of the container at `container_start` (closing bracket at `close_at`)."""
+    """Insert `item` as the last child of the container at `container_start` (closing bracket at `close_at`).
+
+    Multi-line containers get the item on a line of its own after the last child's line (its comments stay
+    where they were); a trailing comma style is kept."""
     if last is None:
         indent = _indent_before(text, container_start) or ""
         if text[container_start] == "{":
             return f"{text[:container_start]}{{\n{indent}  {item}\n{indent}}}{text[close_at + 1:]}"
         return f"{text[:container_start]}[{item}]{text[close_at + 1:]}"
-    indent = _indent_before(text, last.start)
-    sep = f"\n{indent}" if indent is not None else " "
-    return f"{text[:last.end]},{sep}{item}{text[last.end:]}"
+    indent = _indent_before(text, last.key_start if last.key is not None else last.start)
+    comma = _skip(text, last.end)
+    trailing = comma < len(text) and text[comma] == ","
+    if indent is None:  # one-line container
+        if trailing:
+            return f"{text[:comma + 1]} {item},{text[comma + 1:]}"
+        return f"{text[:last.end]}, {item}{text[last.end:]}"
+    anchor = comma + 1 if trailing else last.end
+    eol = text.find("\n", anchor)
+    if eol < 0 or eol > close_at:
+        eol = close_at
+    line = f"\n{indent}{item}" + ("," if trailing else "")
+    if trailing:
+        return text[:eol] + line + text[eol:]
+    return text[:last.end] + "," + text[last.end:eol] + line + text[eol:]
 
 
 def array_values(text: str, key: str, *, source: str = "config") -> list[Any]:
@@ -191,35 +213,41 @@ def append_to_array(text: str, key: str, value: Any, *, source: str = "config") 
 
 
 def remove_from_array(text: str, key: str, value: Any, *, source: str = "config") -> str:
-    """`text` without the elements of top-level array `key` equal to `value`; other bytes unchanged."""
-    _, _, members = _root(text, source)
-    member = next((m for m in members if m.key == key), None)
-    if member is None or text[member.start] != "[":
-        return text
-    _, elements = _container(text, member.start)
-    for index in range(len(elements) - 1, -1, -1):
-        span = elements[index]
-        if loads(text[span.start:span.end], source=source) != value:
-            continue
-        if index > 0:  # from the previous element's end: takes the separating comma with it
-            cut_from, cut_to = elements[index - 1].end, span.end
-        elif len(elements) > 1:  # first of several: up to the next element
-            cut_from, cut_to = span.start, elements[1].start
-        else:  # the only element: empty the array, keeping what follows it (a trailing comma, comments)
-            cut_from, cut_to = span.start, span.end
-            after = _skip(text, span.end)
-            if after < len(text) and text[after] == ",":
-                cut_to = after + 1
-            text = text[:cut_from] + text[cut_to:]
-            array_end, _ = _container(text, member.start)
-            inner = text[member.start + 1:array_end - 1]
-            if not inner.strip():
-                text = text[:member.start] + "[]" + text[array_end:]
-            elements = []
-            continue
-        text = text[:cut_from] + text[cut_to:]
+    """`text` without the elements of top-level array `key` equal to `value`; other bytes unchanged.
+
+    The inverse of `append_to_array`: an element on a line of its own goes with its line (and, when it was
+    the last one without a trailing comma, with the comma that separated it)."""
+    while True:
+        _, _, members = _root(text, source)
+        member = next((m for m in members if m.key == key), None)
+        if member is None or text[member.start] != "[":
+            return text
         _, elements = _container(text, member.start)
-    return text
+        index = next((i for i, e in enumerate(elements) if loads(text[e.start:e.end], source=source) == value), None)
+        if index is None:
+            return text
+        text = _cut(text, elements, index)
+
+
+def _cut(text: str, elements: list[Span], index: int) -> str:
+    span, last = elements[index], index == len(elements) - 1
+    after = _skip(text, span.end)
+    comma_after = after < len(text) and text[after] == ","
+    if len(elements) == 1:
+        if _indent_before(text, span.start) is not None:
+            return text[:text.rfind("\n", 0, span.start)] + text[(after + 1) if comma_after else span.end:]
+        return text[:span.start] + text[(after + 1) if comma_after else span.end:]
+    if _indent_before(text, span.start) is not None:  # on a line of its own: the line goes
+        line_start = text.rfind("\n", 0, span.start)
+        if comma_after:
+            return text[:line_start] + text[after + 1:]
+        previous = _skip_inline(text, elements[index - 1].end)
+        if last and previous < len(text) and text[previous] == ",":  # the separator appended with it
+            return text[:previous] + text[previous + 1:line_start] + text[span.end:]
+        return text[:line_start] + text[span.end:]
+    if index > 0:  # from the previous element's end: takes the separating comma with it
+        return text[:elements[index - 1].end] + text[span.end:]
+    return text[:span.start] + text[elements[1].start:]
 
 
 __all__ = ["Span", "append_to_array", "array_values", "loads", "remove_from_array"]
