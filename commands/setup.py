@@ -35,7 +35,7 @@ def setup(
     from magic_context.errors import BadInput
 
     if not harness:
-        detected = [name for name in integrations.HARNESSES if integrations.get(name).detect().binary]
+        detected = integrations.on_path()
         found = f" (found on PATH: {', '.join(detected)})" if detected else ""
         raise BadInput(f"pass --harness {'|'.join(integrations.HARNESSES)}{found}",
                        fix="the interactive setup wizard is not built yet")

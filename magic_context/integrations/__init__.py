@@ -40,13 +40,15 @@ def installed_scopes(project: Path | None = None) -> list[tuple[str, Scope]]:
     """(harness, scope) for every integration installed in `project` (default cwd) or globally."""
     from magic_context.integrations import base
 
-    found = []
-    for name in HARNESSES:
-        module = get(name)
-        for scope in (Scope("project", (project or Path.cwd()).resolve()), Scope("global", module.global_dir())):
-            if base.read_manifest(module.install_dir(scope)) is not None:
-                found.append((name, scope))
-    return found
+    return [(name, scope) for name in HARNESSES
+            for scope in base.installed_in(get(name).install_dir, get(name).global_dir(), project)]
 
 
-__all__ = ["HARNESSES", "get", "installed_scopes", "scope_for"]
+def on_path() -> list[str]:
+    """The harnesses whose binary is on PATH."""
+    import shutil
+
+    return [name for name in HARNESSES if shutil.which(get(name).BINARY)]
+
+
+__all__ = ["HARNESSES", "get", "installed_scopes", "on_path", "scope_for"]

@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -133,6 +133,20 @@ def client_version(binary: str | None, timeout: float = 20.0) -> str | None:
         if token[:1].isdigit() and "." in token:
             return token.strip(",;()")
     return None
+
+
+def installed_in(install_dir: Callable[[Scope], Path], global_root: Path, project: Path | None) -> list[Scope]:
+    """The scopes (this project, the global config) where an install manifest exists."""
+    scopes = [Scope("project", (project or Path.cwd()).resolve()), Scope("global", global_root)]
+    return [s for s in scopes if read_manifest(install_dir(s)) is not None]
+
+
+def detect(harness: str, binary_name: str, tested: tuple[str, ...], *, install_dir: Callable[[Scope], Path],
+           global_root: Path, project: Path | None = None) -> Detection:
+    """The harness binary on PATH, its version, and where mc is installed for it."""
+    binary = shutil.which(binary_name)
+    return Detection(harness, binary, client_version(binary), tested,
+                     tuple(installed_in(install_dir, global_root, project)))
 
 
 def read_manifest(install_dir: Path) -> dict[str, Any] | None:
@@ -331,5 +345,5 @@ def _plan_entry_removal(plan: Plan, path: Path, key: str, value: Any) -> None:
 
 
 __all__ = ["INSTALL_DIR", "MANIFEST", "ConfigEntry", "Detection", "Scope", "SetupResult", "Verification",
-           "bundled", "client_version", "install_extension", "mc_command", "read_manifest",
+           "bundled", "client_version", "detect", "install_extension", "installed_in", "mc_command", "read_manifest",
            "uninstall_extension", "verification", "verify_extension", "version_warnings"]

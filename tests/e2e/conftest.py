@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 from fake_llm_server import FakeLLMServer
-from offline import client_env
+
+from e2e.offline import client_env
 
 
 @pytest.fixture

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import clients
-import harness as h
 import pytest
 from fake_llm_server import FakeLLMServer, tool_round, tool_sequence
-from stubs import EMERGENCY_LINE, stub_mc
+
+from e2e import clients
+from e2e import harness as h
+from e2e.stubs import EMERGENCY_LINE, stub_mc
 
 pytestmark = pytest.mark.e2e
 

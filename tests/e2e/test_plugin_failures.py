@@ -10,10 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import clients
 import pytest
-from stubs import EMERGENCY_LINE, stub_mc
 
+from e2e import clients
+from e2e.stubs import EMERGENCY_LINE, stub_mc
 from magic_context import integrations
 from magic_context.integrations.base import Scope
 

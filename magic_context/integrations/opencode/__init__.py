@@ -107,14 +107,9 @@ def stub_plan(directory: Path, version: str | None) -> tuple[list[tuple[Path, by
     return [(node_modules, None, why), (lock, (body + "\n").encode(), why)], None
 
 
-def detect() -> Detection:
-    binary = shutil.which(BINARY)
-    installed = tuple(s for s in _candidate_scopes() if base.read_manifest(install_dir(s)) is not None)
-    return Detection(NAME, binary, base.client_version(binary), TESTED_VERSIONS, installed)
-
-
-def _candidate_scopes() -> list[Scope]:
-    return [Scope("project", Path.cwd()), Scope("global", global_dir())]
+def detect(project: Path | None = None) -> Detection:
+    return base.detect(NAME, BINARY, TESTED_VERSIONS, install_dir=install_dir, global_root=global_dir(),
+                       project=project)
 
 
 def install(scope: Scope, *, dry_run: bool = False) -> SetupResult:

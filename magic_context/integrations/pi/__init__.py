@@ -32,11 +32,9 @@ def install_dir(scope: Scope) -> Path:
     return root / "extensions" / base.INSTALL_DIR
 
 
-def detect() -> Detection:
-    binary = shutil.which(BINARY)
-    scopes = [Scope("project", Path.cwd()), Scope("global", global_dir())]
-    installed = tuple(s for s in scopes if base.read_manifest(install_dir(s)) is not None)
-    return Detection(NAME, binary, base.client_version(binary), TESTED_VERSIONS, installed)
+def detect(project: Path | None = None) -> Detection:
+    return base.detect(NAME, BINARY, TESTED_VERSIONS, install_dir=install_dir, global_root=global_dir(),
+                       project=project)
 
 
 def install(scope: Scope, *, dry_run: bool = False) -> SetupResult:
