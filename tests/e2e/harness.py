@@ -106,6 +106,28 @@ def _first_difference(a: bytes, b: bytes) -> str:
     return f"requests differ at byte {at}:\n first: {a[window]!r}\nsecond: {b[window]!r}"
 
 
+FAILING_MC = ("spawn-error", "crash", "hang")
+
+
+def failing_mc_env(env: dict[str, str], kind: str, directory: Path) -> dict[str, str]:
+    """`env` with the plugin's mc command replaced by one that fails as `kind` (a 1.5 s limit for "hang")."""
+    from e2e.stubs import stub_mc
+
+    command = "/nonexistent/bin/mc" if kind == "spawn-error" else str(stub_mc(directory, kind))
+    return dict(env, MAGIC_CONTEXT_MC=command, MAGIC_CONTEXT_HOOK_TIMEOUT_MS="1500")
+
+
+def assert_completed_on_its_own(run: Run, requests: list[RecordedRequest], final: str, tool_output: str) -> None:
+    """With mc failing, the client still finished the one-tool turn with its own, untouched messages."""
+    assert run.returncode == 0, run.explain()
+    assert final in run.stdout, run.explain()
+    calls = main_requests(requests)
+    assert len(calls) == 2, [r.path for r in requests]
+    for call in calls:
+        assert_mc_absent(call)
+    assert tool_output in messages_text(calls[1])
+
+
 def status(session_id: str, harness: str, env: dict[str, str]) -> dict[str, Any]:
     proc = mc("status", "--session", session_id, "--harness", harness, "--json", env=env)
     assert proc.returncode == 0, proc.stderr
@@ -123,5 +145,6 @@ def assert_session_stored(session_id: str, harness: str, env: dict[str, str], *,
     return data
 
 
-__all__ = ["Run", "assert_mc_absent", "assert_mc_in_the_loop", "assert_prefix_kept", "assert_session_stored",
-           "main_requests", "mc", "messages_text", "run_client", "setup", "status", "text_of"]
+__all__ = ["FAILING_MC", "Run", "assert_completed_on_its_own", "assert_mc_absent", "assert_mc_in_the_loop",
+           "assert_prefix_kept", "assert_session_stored", "failing_mc_env", "main_requests", "mc", "messages_text",
+           "run_client", "setup", "status", "text_of"]
