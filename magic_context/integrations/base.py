@@ -247,11 +247,12 @@ def uninstall_extension(harness: str, scope: Scope, install_dir: Path, *, config
         _plan_entry_removal(plan, config.path, config.key, config.value)
     for extra in reversed(manifest.get("extras", [])):
         path = Path(extra["path"])
+        data = files.read_bytes(path)
         if extra.get("dir"):
             plan.rmdir(path, "mc stub (empty)")
-        elif files.read_bytes(path) is not None and files.sha256(files.read_bytes(path) or b"") == extra.get("sha256"):
+        elif data is not None and files.sha256(data) == extra.get("sha256"):
             plan.delete(path, "mc stub", backup=False)
-        elif path.exists():
+        elif data is not None:
             result.notes.append(f"left {path}: it changed since mc created it")
     for name in PLUGIN_FILES:  # mc's own files: a copy would only duplicate the package
         plan.delete(install_dir / name, "mc plugin", backup=not _is_bundled(harness, install_dir / name))
