@@ -18,7 +18,7 @@ def doctor(
     project: Path = typer.Option(None, "--project", help="Project directory whose config to check (default: cwd)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON envelope on stdout."),
 ) -> None:
-    """Check mc's health: Python, directories, config, database, schema, WAL, tokenizer, logs.
+    """Check mc's health: Python, directories, config, database, schema, WAL, tokenizer, logs, installed plugins.
 
     \b
     Examples:
@@ -27,7 +27,7 @@ def doctor(
       mc doctor --json
     """
     from magic_context import paths
-    from magic_context.doctor.checks import default_checks
+    from magic_context.doctor.checks import default_checks, integration_checks
     from magic_context.doctor.registry import DoctorContext, Status, run_checks, summarize
     from magic_context.errors import ExitCode, SchemaTooNew
     from magic_context.store import db as store_db
@@ -41,7 +41,8 @@ def doctor(
         return typer.confirm(f"Fix: {check.fix_summary}?", default=True)
 
     ctx = DoctorContext(project_dir=project or Path.cwd())
-    outcomes = run_checks(default_checks(), ctx, fix=fix, confirm=confirm)
+    checks = default_checks() + integration_checks(ctx.project_dir)
+    outcomes = run_checks(checks, ctx, fix=fix, confirm=confirm)
     counts = summarize(outcomes)
     if as_json:
         _output.print_json("doctor", {"checks": [o.as_dict() for o in outcomes], "summary": counts,

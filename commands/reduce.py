@@ -40,7 +40,8 @@ def reduce(
             conn.execute("ROLLBACK")
         conn.close()
     if as_json:
-        _output.print_json("reduce", {"queued": result.queued, "already_pending": result.already_pending})
+        _output.print_json("reduce", {"queued": result.queued, "already_pending": result.already_pending,
+                                      "message": result.message()})
     else:
         _output.console().print(result.message())
 

@@ -1,5 +1,6 @@
-"""A real HTTP server on 127.0.0.1 that speaks the Anthropic Messages and OpenAI Chat Completions wire
-formats and answers from a script — so tests exercise the real httpx client, never a patched one.
+"""A real HTTP server on 127.0.0.1 that speaks the Anthropic Messages, OpenAI Chat Completions and OpenAI
+Responses wire formats, as JSON or as SSE streams (`"stream": true`), and answers from a script — so tests
+exercise real clients (httpx, and the real harness binaries in tests/e2e/), never a patched one.
 
     with FakeLLMServer() as server:
         server.script(["first answer", error(429, retry_after="1"), slow(2.0), malformed(), empty()])
@@ -7,13 +8,12 @@ formats and answers from a script — so tests exercise the real httpx client, n
         server.requests[0].body["messages"]
 
 The wire format of each answer follows the request path: `…/v1/messages` is Anthropic,
-`…/chat/completions` is OpenAI Chat, `…/responses` is OpenAI Responses. A request with `"stream": true`
-is answered as the wire's SSE event stream (chunked, one event per text word, `Reply.event_delay_s`
-apart; Chat includes its usage chunk only when `stream_options.include_usage` is set). A script item is
-a `Reply`, a plain string (shorthand for `ok(text)`), or a callable `(RecordedRequest) -> Reply | str`
-for answers that depend on the prompt. When the script runs out, `default` answers (same kinds);
-without one the server answers 418 so a stray request fails loudly. `GET …/models` and
-`POST …/messages/count_tokens` answer fixed bodies (pass-through routes of a proxy) and are recorded too.
+`…/chat/completions` is OpenAI Chat, `…/responses` is OpenAI Responses. A script item is a `Reply`, a plain
+string (shorthand for `ok(text)`), or a callable `(RecordedRequest) -> Reply | str` for answers that depend
+on the prompt; `tool_round(NAME, ARGS, final)` is such a callable: one call of tool NAME while the request
+offers it and carries no tool result yet, else the final text — so a client's second request carries the
+tool result. When the script runs out, `default` answers (same kinds); without one the server answers 418
+so a stray request fails loudly. Every request is recorded with its exact body bytes and its headers.
 """
 
 from __future__ import annotations
@@ -30,8 +30,16 @@ from typing import Any
 
 ANTHROPIC = "anthropic"
 OPENAI = "openai"
-RESPONSES = "responses"
-MODELS_BODY = {"object": "list", "data": [{"id": "fake-model", "object": "model", "type": "model"}]}
+RESPONSES = "openai-responses"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model makes; `id` is generated from the request number when empty."""
+
+    name: str
+    arguments: dict[str, Any]
+    id: str = ""
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,7 @@ class Reply:
     message: str | None = None
     usage: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    tool_calls: tuple[ToolCall, ...] = ()
     event_delay_s: float = 0.0  # pause before each streamed event after the first
 
 
@@ -58,6 +67,30 @@ def ok(text: str, *, usage: dict[str, Any] | None = None) -> Reply:
 def error(status: int, *, retry_after: str | None = None, message: str | None = None) -> Reply:
     """An error status with the wire format's error body and an optional Retry-After header."""
     return Reply(status=status, retry_after=retry_after, message=message)
+
+
+def tool_call(name: str, arguments: dict[str, Any], *, text: str = "") -> Reply:
+    """An answer that calls tool `name` with `arguments` (after an optional text)."""
+    return Reply(text=text, tool_calls=(ToolCall(name, arguments),))
+
+
+def tool_round(name: str, arguments: dict[str, Any], final: str) -> Callable[[RecordedRequest], Reply]:
+    """Call tool `name` once (while offered and not yet answered), then answer `final`."""
+    return tool_sequence([(name, arguments)], final)
+
+
+def tool_sequence(calls: list[tuple[str, dict[str, Any]]], final: str) -> Callable[[RecordedRequest], Reply]:
+    """Make the calls one per request (the k-th once the history holds k-1 tool results), then answer `final`.
+
+    A request that offers no tools (a harness's side call, e.g. a title) gets `final` too."""
+
+    def answer(request: RecordedRequest) -> Reply:
+        done = request.tool_result_count
+        if request.tool_names and done < len(calls) and calls[done][0] in request.tool_names:
+            return tool_call(*calls[done])
+        return ok(final)
+
+    return answer
 
 
 def slow(delay_s: float, text: str = "too late") -> Reply:
@@ -99,6 +132,39 @@ class RecordedRequest:
         return "\n".join(m.get("content", "") for m in body.get("messages", []) if m.get("role") == "system")
 
     @property
+    def tool_names(self) -> list[str]:
+        """Names of the tools the request offers, in any of the three formats."""
+        body = self.body if isinstance(self.body, dict) else {}
+        names = []
+        for tool in body.get("tools") or []:
+            if isinstance(tool, dict):
+                names.append(tool.get("name") or (tool.get("function") or {}).get("name"))
+        return [n for n in names if n]
+
+    @property
+    def tool_result_count(self) -> int:
+        """How many tool results the history carries (Anthropic, Chat or Responses)."""
+        body = self.body if isinstance(self.body, dict) else {}
+        count = 0
+        for message in body.get("messages") or []:
+            if not isinstance(message, dict):
+                continue
+            content = message.get("content")
+            count += message.get("role") == "tool"
+            count += sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_result") \
+                if isinstance(content, list) else 0
+        items = body.get("input") if isinstance(body.get("input"), list) else []
+        return count + sum(1 for i in items if isinstance(i, dict) and str(i.get("type", "")).endswith("call_output"))
+
+    @property
+    def has_tool_result(self) -> bool:
+        return self.tool_result_count > 0
+
+    @property
+    def stream(self) -> bool:
+        return isinstance(self.body, dict) and self.body.get("stream") is True
+
+    @property
     def prompt(self) -> str:
         """The user message text in either format (the last user message)."""
         body = self.body if isinstance(self.body, dict) else {}
@@ -111,7 +177,7 @@ ScriptItem = Reply | str | Callable[[RecordedRequest], "Reply | str"]
 
 def _wire(path: str) -> str | None:
     path = path.split("?", 1)[0].rstrip("/")
-    if path.endswith("/v1/messages"):
+    if path.endswith("/messages"):
         return ANTHROPIC
     if path.endswith("/chat/completions"):
         return OPENAI
@@ -230,13 +296,6 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()  # answers go out in several writes: without TCP_NODELAY each waits for a delayed ACK
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def do_GET(self) -> None:
-        self.fake._note(self._recorded("GET", b""))
-        if self.path.split("?", 1)[0].rstrip("/").endswith("/models"):
-            self._send(200, MODELS_BODY)
-            return
-        self._send(404, {"error": {"message": "not found", "type": "not_found_error"}})
-
     def _recorded(self, method: str, raw: bytes) -> RecordedRequest:
         try:
             body = json.loads(raw) if raw else None
@@ -245,16 +304,40 @@ class _Handler(BaseHTTPRequestHandler):
         received = {k.lower(): v for k, v in self.headers.items()}
         return RecordedRequest(method=method, path=self.path, headers=received, body=body, raw=raw)
 
-    def do_POST(self) -> None:
+    def do_GET(self) -> None:
+        self.fake._note(self._recorded("GET", b""))
+        if self.path.split("?", 1)[0].rstrip("/").endswith("/models"):
+            self._send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "fake"}]})
+            return
+        self._send(404, {"error": {"message": "not found", "type": "not_found_error"}})
+
+    def do_HEAD(self) -> None:  # some clients probe the base URL first
+        self.send_response(200)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("transfer-encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
         length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        return self.rfile.read(length) if length else b""
+
+    def do_POST(self) -> None:
+        raw = self._read_body()
         request = self._recorded("POST", raw)
         body = request.body
-        wire = request.wire
-        if wire is None and self.path.split("?", 1)[0].rstrip("/").endswith("/count_tokens"):
+        if self.path.split("?", 1)[0].rstrip("/").endswith("/count_tokens"):
             self.fake._note(request)
-            self._send(200, {"input_tokens": _words(json.dumps(body))})
+            self._send(200, {"input_tokens": max(1, len(raw) // 4)})
             return
+        wire = request.wire
         if wire is None:
             self.fake._note(request)
             self._send(404, {"error": {"message": f"unknown path {self.path}", "type": "not_found_error"}})
@@ -273,14 +356,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(reply.status, _error_body(wire, reply), headers)
         else:
             model = body.get("model", "fake-model") if isinstance(body, dict) else "fake-model"
-            if isinstance(body, dict) and body.get("stream"):
+            if request.stream:
                 self._stream(reply, _EVENTS[wire](reply, model, number, request), headers)
-                return
-            build = {ANTHROPIC: _anthropic_body, OPENAI: _openai_body, RESPONSES: _responses_body}[wire]
-            self._send(reply.status, build(reply, model, number, request), headers)
+            else:
+                self._send(reply.status, _BODIES[wire](reply, model, number, request), headers)
 
     def _stream(self, reply: Reply, events: list[bytes], headers: dict[str, str]) -> None:
-        """Send `events` as an SSE answer in HTTP/1.1 chunks, flushed one by one."""
+        """Send SSE `events` as one chunked response, flushed one by one, `reply.event_delay_s` apart."""
         try:
             self.send_response(reply.status)
             self.send_header("content-type", "text/event-stream")
@@ -289,10 +371,10 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            for index, event in enumerate(events):
+            for index, frame in enumerate(events):
                 if index and reply.event_delay_s:
                     self.fake._sleep(reply.event_delay_s)
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
@@ -318,89 +400,158 @@ def _words(text: str) -> int:
     return max(1, len(text.split()))
 
 
+def _calls(reply: Reply, number: int) -> list[ToolCall]:
+    return [ToolCall(c.name, c.arguments, c.id or f"call_fake_{number}_{i}") for i, c in enumerate(reply.tool_calls)]
+
+
+def _anthropic_usage(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
+    return reply.usage or {"input_tokens": _words(request.system + " " + request.prompt),
+                           "output_tokens": _words(reply.text) if reply.text else 0,
+                           "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+
+
 def _anthropic_body(reply: Reply, model: str, number: int, request: RecordedRequest) -> dict[str, Any]:
-    usage = reply.usage or {"input_tokens": _words(request.system + " " + request.prompt),
-                            "output_tokens": _words(reply.text) if reply.text else 0}
-    return {"id": f"msg_fake_{number}", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": reply.text}] if reply.text else [],
-            "stop_reason": "end_turn", "stop_sequence": None, "usage": usage}
-
-
-def _openai_body(reply: Reply, model: str, number: int, request: RecordedRequest) -> dict[str, Any]:
-    prompt_tokens = _words(request.system + " " + request.prompt)
-    completion_tokens = _words(reply.text) if reply.text else 0
-    usage = reply.usage or {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                            "total_tokens": prompt_tokens + completion_tokens}
-    return {"id": f"chatcmpl-fake-{number}", "object": "chat.completion", "created": int(time.time()),
-            "model": model, "usage": usage,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text},
-                         "finish_reason": "stop"}]}
-
-
-def _responses_usage(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
-    if reply.usage is not None:
-        return reply.usage
-    prompt, output = _words(json.dumps((request.body or {}).get("input", ""))), _words(reply.text)
-    return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": output,
-            "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": prompt + output}
-
-
-def _responses_body(reply: Reply, model: str, number: int, request: RecordedRequest) -> dict[str, Any]:
-    item = {"id": f"msg_fake_{number}", "type": "message", "status": "completed", "role": "assistant",
-            "content": [{"type": "output_text", "text": reply.text, "annotations": []}]}
-    return {"id": f"resp_fake_{number}", "object": "response", "created_at": int(time.time()), "status": "completed",
-            "model": model, "output": [item], "usage": _responses_usage(reply, request), "error": None}
-
-
-def _sse(data: Any, event: str | None = None) -> bytes:
-    head = f"event: {event}\n" if event else ""
-    return (head + "data: " + (data if isinstance(data, str) else json.dumps(data)) + "\n\n").encode()
+    content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+    content += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in _calls(reply, number)]
+    return {"id": f"msg_fake_{number}", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": "tool_use" if reply.tool_calls else "end_turn", "stop_sequence": None,
+            "usage": _anthropic_usage(reply, request)}
 
 
 def _pieces(text: str) -> list[str]:
+    """A streamed text's deltas: one per word, so a stream has several events to interleave or delay."""
     words = text.split(" ")
     return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)] if text else []
 
 
-def _anthropic_events(reply: Reply, model: str, number: int, request: RecordedRequest) -> list[bytes]:
-    usage = _anthropic_body(reply, model, number, request)["usage"]
-    start = {"id": f"msg_fake_{number}", "type": "message", "role": "assistant", "model": model, "content": [],
-             "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 1}}
-    events = [_sse({"type": "message_start", "message": start}, "message_start"),
-              _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-                   "content_block_start")]
-    events += [_sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
-                    "content_block_delta") for piece in _pieces(reply.text)]
-    events += [_sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
-               _sse({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                     "usage": {"output_tokens": usage.get("output_tokens", 0)}}, "message_delta"),
-               _sse({"type": "message_stop"}, "message_stop")]
+def _anthropic_stream(reply: Reply, model: str, number: int, request: RecordedRequest) -> list[tuple[str | None, Any]]:
+    body = _anthropic_body(reply, model, number, request)
+    start = dict(body, content=[], stop_reason=None, usage=dict(body["usage"], output_tokens=1))
+    events: list[tuple[str | None, Any]] = [("message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(body["content"]):
+        if block["type"] == "text":
+            first, deltas = dict(block, text=""), [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
+        else:
+            first = dict(block, input={})
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+        events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": first}))
+        events += [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+                   for delta in deltas]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": body["stop_reason"],
+                                                                     "stop_sequence": None},
+                                  "usage": {"output_tokens": body["usage"].get("output_tokens", 0)}}),
+               ("message_stop", {"type": "message_stop"})]
     return events
 
 
-def _openai_events(reply: Reply, model: str, number: int, request: RecordedRequest) -> list[bytes]:
-    whole = _openai_body(reply, model, number, request)
-    base = {"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"], "model": model}
-    events = [_sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                         "finish_reason": None}]})]
-    events += [_sse({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
-               for piece in _pieces(reply.text)]
-    events.append(_sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
-    if ((request.body or {}).get("stream_options") or {}).get("include_usage"):
-        events.append(_sse({**base, "choices": [], "usage": whole["usage"]}))
-    return [*events, _sse("[DONE]")]
+def _openai_usage(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
+    prompt_tokens = _words(request.system + " " + request.prompt)
+    completion_tokens = _words(reply.text) if reply.text else 0
+    return reply.usage or {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                           "total_tokens": prompt_tokens + completion_tokens}
 
 
-def _responses_events(reply: Reply, model: str, number: int, request: RecordedRequest) -> list[bytes]:
-    done = _responses_body(reply, model, number, request)
-    pending = {**done, "status": "in_progress", "output": [], "usage": None}
-    item_id = done["output"][0]["id"]
-    events = [_sse({"type": "response.created", "response": pending}, "response.created")]
-    events += [_sse({"type": "response.output_text.delta", "item_id": item_id, "output_index": 0, "content_index": 0,
-                     "delta": piece}, "response.output_text.delta") for piece in _pieces(reply.text)]
-    return [*events, _sse({"type": "response.completed", "response": done}, "response.completed")]
+def _openai_body(reply: Reply, model: str, number: int, request: RecordedRequest) -> dict[str, Any]:
+    content = reply.text if reply.text or not reply.tool_calls else None
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if reply.tool_calls:
+        message["tool_calls"] = [{"id": c.id, "type": "function",
+                                  "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                                 for c in _calls(reply, number)]
+    return {"id": f"chatcmpl-fake-{number}", "object": "chat.completion", "created": int(time.time()),
+            "model": model, "usage": _openai_usage(reply, request),
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if reply.tool_calls else "stop"}]}
 
 
+def _openai_stream(reply: Reply, model: str, number: int, request: RecordedRequest) -> list[tuple[str | None, Any]]:
+    base = {"id": f"chatcmpl-fake-{number}", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": model}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[None, dict[str, Any]]:
+        return None, dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}])
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    if reply.text:
+        events += [chunk({"content": piece}) for piece in _pieces(reply.text)]
+    for index, call in enumerate(_calls(reply, number)):
+        events += [chunk({"tool_calls": [{"index": index, "id": call.id, "type": "function",
+                                          "function": {"name": call.name, "arguments": ""}}]}),
+                   chunk({"tool_calls": [{"index": index, "function": {"arguments": json.dumps(call.arguments)}}]})]
+    events.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
+    if isinstance(request.body, dict) and (request.body.get("stream_options") or {}).get("include_usage"):
+        events.append((None, dict(base, choices=[], usage=_openai_usage(reply, request))))
+    events.append((None, "[DONE]"))
+    return events
+
+
+def _responses_body(reply: Reply, model: str, number: int, request: RecordedRequest) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
+    if reply.text:
+        output.append({"id": f"msg_fake_{number}", "type": "message", "status": "completed", "role": "assistant",
+                       "content": [{"type": "output_text", "text": reply.text, "annotations": []}]})
+    output += [{"id": f"fc_fake_{number}_{i}", "type": "function_call", "status": "completed", "call_id": c.id,
+                "name": c.name, "arguments": json.dumps(c.arguments)} for i, c in enumerate(_calls(reply, number))]
+    usage = reply.usage or {"input_tokens": _words(request.prompt), "input_tokens_details": {"cached_tokens": 0},
+                            "output_tokens": _words(reply.text), "output_tokens_details": {"reasoning_tokens": 0},
+                            "total_tokens": _words(request.prompt) + _words(reply.text)}
+    return {"id": f"resp_fake_{number}", "object": "response", "created_at": int(time.time()), "status": "completed",
+            "model": model, "output": output, "usage": usage, "error": None, "incomplete_details": None}
+
+
+def _responses_stream(reply: Reply, model: str, number: int, request: RecordedRequest) -> list[tuple[str | None, Any]]:
+    body = _responses_body(reply, model, number, request)
+    events: list[tuple[str | None, Any]] = []
+
+    def event(kind: str, **fields: Any) -> None:
+        events.append((kind, {"type": kind, "sequence_number": len(events), **fields}))
+
+    pending = dict(body, status="in_progress", output=[], usage=None)
+    event("response.created", response=pending)
+    event("response.in_progress", response=pending)
+    for index, item in enumerate(body["output"]):
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            part = {"type": "output_text", "text": "", "annotations": []}
+            event("response.output_item.added", output_index=index, item=dict(item, content=[], status="in_progress"))
+            event("response.content_part.added", item_id=item["id"], output_index=index, content_index=0, part=part)
+            for piece in _pieces(text):
+                event("response.output_text.delta", item_id=item["id"], output_index=index, content_index=0,
+                      delta=piece)
+            event("response.output_text.done", item_id=item["id"], output_index=index, content_index=0, text=text)
+            event("response.content_part.done", item_id=item["id"], output_index=index, content_index=0,
+                  part=dict(part, text=text))
+        else:
+            event("response.output_item.added", output_index=index,
+                  item=dict(item, arguments="", status="in_progress"))
+            event("response.function_call_arguments.delta", item_id=item["id"], output_index=index,
+                  delta=item["arguments"])
+            event("response.function_call_arguments.done", item_id=item["id"], output_index=index,
+                  arguments=item["arguments"])
+        event("response.output_item.done", output_index=index, item=item)
+    event("response.completed", response=body)
+    return events
+
+
+_BODIES = {ANTHROPIC: _anthropic_body, OPENAI: _openai_body, RESPONSES: _responses_body}
+_STREAMS = {ANTHROPIC: _anthropic_stream, OPENAI: _openai_stream, RESPONSES: _responses_stream}
+
+
+def _frames(build: Callable[..., list[tuple[str | None, Any]]]) -> Callable[..., list[bytes]]:
+    """`build`'s events as SSE frames, each `event:` line only when named."""
+
+    def frames(reply: Reply, model: str, number: int, request: RecordedRequest) -> list[bytes]:
+        out = []
+        for event, data in build(reply, model, number, request):
+            text = data if isinstance(data, str) else json.dumps(data)
+            out.append(((f"event: {event}\n" if event else "") + f"data: {text}\n\n").encode("utf-8"))
+        return out
+
+    return frames
+
+
+_anthropic_events, _openai_events, _responses_events = (_frames(_STREAMS[w]) for w in (ANTHROPIC, OPENAI, RESPONSES))
 _EVENTS = {ANTHROPIC: _anthropic_events, OPENAI: _openai_events, RESPONSES: _responses_events}
 
 
@@ -413,7 +564,10 @@ def _error_body(wire: str, reply: Reply) -> dict[str, Any]:
     message = reply.message or f"fake {kind} (HTTP {reply.status})"
     if wire == ANTHROPIC:
         return {"type": "error", "error": {"type": kind, "message": message}}
+    if wire == RESPONSES:
+        return {"error": {"message": message, "type": kind, "code": str(reply.status)}}
     return {"error": {"message": message, "type": kind, "param": None, "code": str(reply.status)}}
 
 
-__all__ = ["FakeLLMServer", "RecordedRequest", "Reply", "empty", "error", "malformed", "ok", "slow"]
+__all__ = ["ANTHROPIC", "OPENAI", "RESPONSES", "FakeLLMServer", "RecordedRequest", "Reply", "ToolCall", "empty",
+           "error", "malformed", "ok", "slow", "tool_call", "tool_round", "tool_sequence"]

@@ -30,6 +30,8 @@ def test_top_level_packages(wheel: Path) -> None:
     top = {name.split("/", 1)[0] for name in names if not name.split("/", 1)[0].endswith((".dist-info", ".data"))}
     assert top == {"magic_context", "commands", "wizard"}
     assert "magic_context/_version.py" in names
+    for plugin_file in ("opencode/index.js", "pi/index.js", "js/bridge.js"):  # the plugins ship as package data
+        assert f"magic_context/integrations/{plugin_file}" in names
     assert not any(name.startswith("tests/") for name in names)
 
 

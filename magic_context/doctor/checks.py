@@ -187,4 +187,22 @@ def default_checks() -> list[Check]:
     ]
 
 
-__all__ = ["MIN_PYTHON", "default_checks"]
+def _integration(harness: str, scope) -> Check:
+    def run(ctx: DoctorContext) -> CheckResult:
+        from magic_context import integrations
+
+        verdict = integrations.get(harness).verify(scope)
+        return CheckResult(Status(verdict.status), verdict.detail, verdict.items)
+
+    where = "project" if scope.kind == "project" else "global"
+    return Check(f"{harness}_{where}", f"{harness} integration ({scope.describe()})", run)
+
+
+def integration_checks(project_dir: Path | None) -> list[Check]:
+    """One check per installed harness integration (project and global): plugin current, mc runs, version tested."""
+    from magic_context import integrations
+
+    return [_integration(harness, scope) for harness, scope in integrations.installed_scopes(project_dir)]
+
+
+__all__ = ["MIN_PYTHON", "default_checks", "integration_checks"]

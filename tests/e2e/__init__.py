@@ -1,0 +1,1 @@
+"""End-to-end tests with the real harness clients (see clients.txt and README "Development")."""
