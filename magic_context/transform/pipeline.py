@@ -53,12 +53,14 @@ def _estimate(text: str) -> int:
     return tokens.estimate(text) if text else 0
 
 
-def _system_text(inp: PassInput, messages_json: list) -> tuple[str, Any]:
-    """The first system entry's text and where it lives (for hashing and guidance)."""
+def _system_text(inp: PassInput, messages_json: list) -> tuple[str, list[str]]:
+    """The text of the system entry guidance goes into (for hashing and guidance), and all system texts."""
     if inp.harness == m.OPENAI:
         texts = openai.system_texts(messages_json)
     elif inp.system is not None:
         texts = anthropic.system_texts(inp.system) if not isinstance(inp.system, str) else [inp.system]
+        k = anthropic.prompt_index(texts)
+        return (texts[k] if k < len(texts) else ""), texts
     else:
         texts = []
     return (texts[0] if texts else ""), texts
@@ -389,8 +391,9 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
             system_out = guidance.join(inp.system, guide)
         else:
             texts = anthropic.system_texts(inp.system)
-            system_out = anthropic.apply_system(inp.system, [guidance.join(texts[0] if texts else "", guide),
-                                                             *texts[1:]])
+            k = anthropic.prompt_index(texts)
+            system_out = anthropic.apply_system(inp.system, [*texts[:k], guidance.join(system_first, guide),
+                                                             *texts[k + 1:]])
 
     tokens_after = served(sites, kept, stripped, reasoning_cache)
     if with_head and m0_text is not None:

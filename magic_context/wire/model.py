@@ -192,6 +192,38 @@ def joined_text(content: Any, where: str, bad: Any) -> str:
     return "\n".join(texts)
 
 
+def set_text(container: dict, field: str, new: str, *, part_type: str = "text", keep_parts: bool = False) -> None:
+    """Make `container[field]` (a string or an array of parts) read as `new`, written in place.
+
+    Compares with what the field holds now, so writing twice is idempotent. A pure prefix (a tag) goes
+    into the first `part_type` part (one is inserted when there is none). Otherwise the value becomes
+    the string; with `keep_parts` (system prompts) a pure suffix goes onto the last text part, else the
+    first text part takes the new text and the other text parts go, so cache_control and other parts stay.
+    """
+    value = container.get(field)
+    if not isinstance(value, list):
+        if value != new:
+            container[field] = new
+        return
+    texts = [p for p in value if isinstance(p, dict) and p.get("type") == part_type and isinstance(p.get("text"), str)]
+    current = "\n".join(p["text"] for p in texts)
+    if new == current:
+        return
+    if new.endswith(current):
+        if texts:
+            texts[0]["text"] = new[: len(new) - len(current)] + texts[0]["text"]
+        else:
+            value.insert(0, {"type": part_type, "text": new})
+    elif not keep_parts:
+        container[field] = new
+    elif new.startswith(current):
+        texts[-1]["text"] += new[len(current):]
+    else:
+        texts[0]["text"] = new
+        dropped = {id(p) for p in texts[1:]}
+        value[:] = [p for p in value if id(p) not in dropped]
+
+
 __all__ = [
     "ANTHROPIC",
     "ASSISTANT",
@@ -217,5 +249,7 @@ __all__ = [
     "Conversation",
     "Message",
     "Usage",
+    "joined_text",
     "json_kind",
+    "set_text",
 ]

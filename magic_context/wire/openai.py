@@ -114,11 +114,8 @@ def _decode_call(call: Any, where: str, key: str, names: dict[str, str]) -> m.Bl
         raise _bad(f"{where}.{field}.name", f"expected a string, got {_kind(name)}")
     names[call_id] = name
     value = spec.get("arguments" if field == "function" else "input")
-    if field == "function" and isinstance(value, str):
-        try:
-            value = _loads(value)
-        except ValueError:
-            pass  # not JSON (a model's malformed call): keep the string, written back as it was
+    if field == "function":
+        value = parse_arguments(value)
     return m.Block(m.TOOL_CALL, tool_id=call_id, tool_name=name, input=value, key=key, raw=call)
 
 
@@ -188,39 +185,37 @@ def _reasoning_text(value: Any) -> str:
     return ""
 
 
-def _is_text(part: Any) -> bool:
-    return isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
-
-
 def _set_text(container: dict, new: str, *, keep_parts: bool = False) -> None:
-    """Make `container["content"]` read as `new`, comparing with what it holds now (so re-encoding is idempotent).
+    """Make `container["content"]` read as `new` (see `model.set_text`)."""
+    m.set_text(container, "content", new, keep_parts=keep_parts)
 
-    A pure prefix goes into the first text part. Otherwise a tool output is replaced whole by the string;
-    with `keep_parts` (system prompts) a pure suffix goes onto the last text part, else the first text part
-    takes the new text and the other text parts go, so cache_control and non-text parts stay.
+
+def parse_arguments(value: Any) -> Any:
+    """A call's JSON-string arguments parsed; the value itself when it is not a string of valid JSON."""
+    if isinstance(value, str):
+        try:
+            return _loads(value)
+        except ValueError:
+            pass  # not JSON (a model's malformed call): keep the string, written back as it was
+    return value
+
+
+def arguments_for(old: Any, value: Any) -> Any:
+    """What a call's arguments field holds for the parsed input `value`.
+
+    `old` itself while it still parses to `value` (byte-equal round trips); else `value` as compact JSON
+    when `old` was a JSON string, or `value` as it is.
     """
-    content = container.get("content")
-    if not isinstance(content, list):
-        if content != new:
-            container["content"] = new
-        return
-    texts = [p for p in content if _is_text(p)]
-    current = "\n".join(p["text"] for p in texts)
-    if new == current:
-        return
-    if new.endswith(current):
-        if texts:
-            texts[0]["text"] = new[: len(new) - len(current)] + texts[0]["text"]
-        else:
-            content.insert(0, {"type": "text", "text": new})
-    elif not keep_parts:
-        container["content"] = new
-    elif new.startswith(current):
-        texts[-1]["text"] += new[len(current):]
-    else:
-        texts[0]["text"] = new
-        dropped = {id(p) for p in texts[1:]}
-        content[:] = [p for p in content if id(p) not in dropped]
+    if value is old or (isinstance(value, str) and value == old):
+        return old
+    if isinstance(old, str) and not isinstance(value, str):
+        try:
+            if _loads(old) == value:
+                return old
+        except ValueError:
+            pass
+        return _dumps(value)
+    return value
 
 
 def _encode_call(block: m.Block) -> dict:
@@ -231,18 +226,9 @@ def _encode_call(block: m.Block) -> dict:
         return call
     field = "arguments" if spec is call.get("function") else "input"
     old = spec.get(field)
-    value = block.input
-    if value is old or (isinstance(value, str) and value == old):
-        return call
-    if isinstance(old, str) and not isinstance(value, str):
-        try:
-            if _loads(old) == value:
-                return call
-        except ValueError:
-            pass
-        spec[field] = _dumps(value)
-    else:
-        spec[field] = value
+    new = arguments_for(old, block.input)
+    if new is not old:
+        spec[field] = new
     return call
 
 
@@ -424,4 +410,5 @@ def tool_names(tools: Any) -> list[str]:
     return names
 
 
-__all__ = ["HARNESS", "apply_system", "decode", "encode", "system_texts", "tool_names"]
+__all__ = ["HARNESS", "apply_system", "arguments_for", "decode", "encode", "parse_arguments", "system_texts",
+           "tool_names"]
