@@ -70,7 +70,7 @@ def test_skimmed_passes_serve_the_same_bytes(name: str, shape: str, limit: int, 
     assert held >= 0.9 * asked, f"the skim fell back on {asked - held} of {asked} passes"
 
 
-@pytest.mark.parametrize("shape", ["pi", "anthropic", "openai", "opencode"])
+@pytest.mark.parametrize("shape", ["pi", "anthropic", "openai", "opencode", "openai-responses"])
 def test_skimmed_decode_keeps_ids_roles_and_the_unskimmed_messages(shape: str) -> None:
     from magic_context.transform.protocol import CODECS
     from magic_context.wire import model as m

@@ -51,7 +51,8 @@ OPENCODE: Final = "opencode"
 PI: Final = "pi"
 ANTHROPIC: Final = "anthropic"
 OPENAI: Final = "openai"
-HARNESSES: Final = (OPENCODE, PI, ANTHROPIC, OPENAI)
+OPENAI_RESPONSES: Final = "openai-responses"
+HARNESSES: Final = (OPENCODE, PI, ANTHROPIC, OPENAI, OPENAI_RESPONSES)
 
 # Marks for the harness's own compaction (later stages never summarize a summary).
 COMPACTION_REQUEST: Final = "request"  # OpenCode user message holding a `compaction` part
@@ -119,6 +120,9 @@ class Message:
     compaction  None, or COMPACTION_REQUEST / COMPACTION_SUMMARY / BRANCH_SUMMARY for the harness's own compaction
     raw         the original JSON object (codec-private); None for messages mc creates
     digest      `identity.content_hash(raw)` when known (derived ids hash the raw message anyway)
+    atomic      the provider rejects this message partially (an OpenAI Responses reply whose items are tied
+                to its reasoning): drops never remove one of its tool calls (the call stays, its result
+                becomes a placeholder), so the message is served whole or not at all
     """
 
     id: str
@@ -134,6 +138,7 @@ class Message:
     synthetic: bool = False
     raw: Any = None
     digest: str | None = None  # content hash of `raw`, when the codec already computed it (saves a rehash)
+    atomic: bool = False
 
     def text(self) -> str:
         """Visible text of the message (text blocks joined by newlines)."""
@@ -235,6 +240,7 @@ __all__ = [
     "MEDIA",
     "OPAQUE",
     "OPENAI",
+    "OPENAI_RESPONSES",
     "OPENCODE",
     "PI",
     "REASONING",

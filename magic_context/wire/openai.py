@@ -57,7 +57,8 @@ def _text_of(content: Any, where: str) -> str:
     return m.joined_text(content, where, _bad)
 
 
-def _data_url_type(url: Any) -> str | None:
+def data_url_type(url: Any) -> str | None:
+    """The media type a `data:` URL declares (None for anything else)."""
     if isinstance(url, str) and url.startswith("data:"):
         head = url[5:].split(",", 1)[0].split(";", 1)[0]
         return head or None
@@ -87,12 +88,12 @@ def _content_blocks(content: Any, where: str) -> list[m.Block]:
             inner = inner if isinstance(inner, dict) else {}
             meta = None
             if kind == "image_url":
-                media_type = _data_url_type(inner.get("url"))
+                media_type = data_url_type(inner.get("url"))
                 meta = {"url": inner["url"]} if isinstance(inner.get("url"), str) else None
             elif kind == "input_audio":
                 media_type = f"audio/{inner['format']}" if isinstance(inner.get("format"), str) else None
             else:
-                media_type = _data_url_type(inner.get("file_data"))
+                media_type = data_url_type(inner.get("file_data"))
             blocks.append(m.Block(m.MEDIA, media_type=media_type, meta=meta, key=key, raw=part))
         else:
             blocks.append(m.Block(m.OPAQUE, key=key, raw=part))
@@ -232,9 +233,13 @@ def _encode_call(block: m.Block) -> dict:
     return call
 
 
+def render_arguments(value: Any) -> str:
+    """Arguments for a call rendered fresh: a string as it is, anything else as compact JSON (None as `{}`)."""
+    return value if isinstance(value, str) else _dumps({} if value is None else value)
+
+
 def _render_call(block: m.Block) -> dict:
-    value = block.input
-    arguments = value if isinstance(value, str) else _dumps({} if value is None else value)
+    arguments = render_arguments(block.input)
     return {"id": block.tool_id, "type": "function", "function": {"name": block.tool_name, "arguments": arguments}}
 
 
@@ -410,5 +415,5 @@ def tool_names(tools: Any) -> list[str]:
     return names
 
 
-__all__ = ["HARNESS", "apply_system", "arguments_for", "decode", "encode", "parse_arguments", "system_texts",
-           "tool_names"]
+__all__ = ["HARNESS", "apply_system", "arguments_for", "data_url_type", "decode", "encode", "parse_arguments",
+           "render_arguments", "system_texts", "tool_names"]
