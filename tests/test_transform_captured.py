@@ -14,6 +14,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from captured_requests import REQUESTS, TRUE_FORMAT
 from conftest import run_mc
 from session_replay import reasoning_blocks
 
@@ -22,22 +23,6 @@ from magic_context.transform.protocol import CODECS
 from magic_context.wire import arcs
 from magic_context.wire import model as m
 
-REQUESTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "requests"
-# The true format of each transformable capture (the README there says which API each client called).
-CAPTURED = {
-    "claude-code-2.1.197-1.json": m.ANTHROPIC,
-    "claude-code-2.1.332-1.json": m.ANTHROPIC,
-    "claude-code-2.1.332-2.json": m.ANTHROPIC,
-    "codex-0.171.0-1.json": m.OPENAI_RESPONSES,
-    "codex-0.171.0-2.json": m.OPENAI_RESPONSES,
-    "opencode-1.18.33-1.json": m.ANTHROPIC,
-    "opencode-1.18.33-2.json": m.ANTHROPIC,
-    "opencode-1.18.33-3.json": m.OPENAI,
-    "opencode-1.18.33-hook-1.json": m.OPENCODE,
-    "pi-0.73.1-1.json": m.ANTHROPIC,
-    "pi-0.73.1-2.json": m.OPENAI,
-    "pi-0.73.1-hook-1.json": m.PI,
-}
 OWNED = {"messages", "input", "system", "instructions"}  # what mc may rewrite in a body
 
 
@@ -64,17 +49,10 @@ def stored_harnesses() -> set[str]:
         conn.close()
 
 
-def test_every_capture_is_covered() -> None:
-    bodies = {p.name for p in REQUESTS.glob("*.json")}
-    metadata_hooks = {n for n in bodies if "-hook-" in n and n not in CAPTURED}
-    assert set(CAPTURED) == bodies - metadata_hooks
-    assert all(n.startswith(("claude-code", "codex")) for n in metadata_hooks)  # hooks that never see messages
-
-
 @pytest.mark.parametrize("flag", [False, True], ids=["detected", "named"])
-@pytest.mark.parametrize("name", sorted(CAPTURED))
+@pytest.mark.parametrize("name", sorted(TRUE_FORMAT))
 def test_captured_body_passes_mc_transform(name: str, flag: bool, tmp_path: Path) -> None:
-    harness = CAPTURED[name]
+    harness = TRUE_FORMAT[name]
     data = (REQUESTS / name).read_bytes()
     given = orjson.loads(data)
     session = f"{name}:{flag}"

@@ -55,6 +55,7 @@ def _serve_all(path: Path, shape: str, limit: int, storage: Path, monkeypatch, *
     ("mini-swe-agent_deepseek-chat_django__django-13964.traj.json", "openai", 40_000),
     ("mini-swe-agent_deepseek-reasoner_sqlfluff__sqlfluff-1763.traj.json", "anthropic", 30_000),
     ("pi_before-compaction.jsonl", "opencode", 120_000),
+    ("mini-swe-agent_deepseek-chat_django__django-13964.traj.json", "openai-responses", 40_000),
 ])
 def test_skimmed_passes_serve_the_same_bytes(name: str, shape: str, limit: int, tmp_path: Path,
                                              monkeypatch) -> None:

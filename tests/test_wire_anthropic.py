@@ -9,6 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from captured_requests import bodies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -230,16 +231,7 @@ def test_roundtrip_real_claude_code_messages(sessions_dir: Path, name: str) -> N
     assert orjson.dumps(roundtrip(doc)) == expected
 
 
-REQUESTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "requests"
-CLAUDE_CODE_BODIES = sorted(REQUESTS.glob("claude-code-*.json"))
-CLAUDE_CODE_BODIES = [p for p in CLAUDE_CODE_BODIES if "-hook-" not in p.name]
-
-
-def test_claude_code_bodies_are_captured() -> None:
-    assert len(CLAUDE_CODE_BODIES) >= 3, REQUESTS
-
-
-@pytest.mark.parametrize("path", CLAUDE_CODE_BODIES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", bodies("claude-code"), ids=lambda p: p.name)
 def test_claude_code_body_system_messages(path: Path) -> None:
     """Claude Code's `role: "system"` messages decode as SYSTEM, keep their bytes, and round-trip exactly."""
     data = path.read_bytes()

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from captured_requests import METADATA_HOOKS, REQUESTS, TRUE_FORMAT
 
 from magic_context.errors import BadInput
 from magic_context.wire import model as m
@@ -130,27 +131,6 @@ def test_real_sessions(sessions_dir: Path) -> None:
     transcript = (sessions_dir / "claude-code" / "bookminder-subagent-a12564cd.jsonl").read_text().splitlines()
     messages = [e["message"] for e in map(json.loads, transcript) if e.get("type") in ("user", "assistant")]
     assert detect_harness({"model": "claude-haiku-4-5", "max_tokens": 8192, "messages": messages}) == m.ANTHROPIC
-
-
-# What each captured body really is (../shared/data/requests/README.md): the API the client called, or the
-# hook's input. Claude Code and Codex hook inputs carry metadata, never messages: they are not transform input.
-REQUESTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "requests"
-TRUE_FORMAT = {
-    "claude-code-2.1.197-1.json": m.ANTHROPIC,
-    "claude-code-2.1.332-1.json": m.ANTHROPIC,
-    "claude-code-2.1.332-2.json": m.ANTHROPIC,
-    "codex-0.171.0-1.json": m.OPENAI_RESPONSES,
-    "codex-0.171.0-2.json": m.OPENAI_RESPONSES,
-    "opencode-1.18.33-1.json": m.ANTHROPIC,
-    "opencode-1.18.33-2.json": m.ANTHROPIC,
-    "opencode-1.18.33-3.json": m.OPENAI,
-    "opencode-1.18.33-hook-1.json": m.OPENCODE,
-    "pi-0.73.1-1.json": m.ANTHROPIC,
-    "pi-0.73.1-2.json": m.OPENAI,
-    "pi-0.73.1-hook-1.json": m.PI,
-}
-METADATA_HOOKS = ["claude-code-2.1.332-hook-1.json", "claude-code-2.1.332-hook-2.json", "codex-0.171.0-hook-1.json",
-                  "codex-0.171.0-hook-2.json", "codex-0.171.0-hook-3.json", "codex-0.171.0-hook-4.json"]
 
 
 def test_every_captured_file_is_classified_here() -> None:

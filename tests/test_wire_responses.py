@@ -7,6 +7,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from captured_requests import REQUESTS, bodies
+from conftest import SESSIONS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,10 +16,6 @@ from magic_context.errors import BadInput
 from magic_context.wire import arcs, responses
 from magic_context.wire import model as m
 from magic_context.wire.importers import load_session
-
-REQUESTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "requests"
-SESSIONS = Path(__file__).resolve().parents[2] / "shared" / "data" / "sessions"
-CODEX = sorted(p for p in REQUESTS.glob("codex-*.json") if "-hook-" not in p.name)
 
 
 def roundtrip(items: list) -> list:
@@ -56,11 +54,7 @@ def sample() -> list:
 # ---------------------------------------------------------------- captured Codex bodies
 
 
-def test_codex_bodies_are_captured() -> None:
-    assert len(CODEX) >= 2, REQUESTS
-
-
-@pytest.mark.parametrize("path", CODEX, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", bodies("codex"), ids=lambda p: p.name)
 def test_codex_body_round_trips_byte_identically(path: Path) -> None:
     data = path.read_bytes()
     body = orjson.loads(data)

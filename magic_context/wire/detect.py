@@ -11,7 +11,7 @@ bodies in `../shared/data/requests` are tested):
    `messages`. A body with a top-level key only the Anthropic API has (`system`, `stop_sequences`,
    `context_management`, `output_config`) is Anthropic; else a system message means OpenAI Chat.
 3. A plain user/assistant conversation is Anthropic when the body has `max_tokens`, else OpenAI
-   (OpenAI Chat bodies may carry `max_tokens` too, but theirs always hold a system message or a mark).
+   (OpenAI Chat bodies may carry `max_tokens` too, as OpenCode's do, but those hold a system message).
 """
 
 from __future__ import annotations

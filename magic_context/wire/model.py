@@ -1,9 +1,9 @@
 """The canonical message model every stage of mc reads and writes (plain slotted records: hot path).
 
 A codec decodes a harness's JSON into `Conversation` / `Message` / `Block` and keeps a
-reference to the original JSON object in `raw`. Encoding edits those original objects in
-place, so fields mc does not understand survive untouched: decode then encode without any
-change yields equal JSON.
+reference to the original JSON object in `raw` (an OpenAI Responses reply: the list of its
+original items). Encoding edits those original objects in place, so fields mc does not
+understand survive untouched: decode then encode without any change yields equal JSON.
 
 Editing rules every codec honours when encoding:
 * A block whose `text` differs from `original` is written back. If the new text ends with the
@@ -119,7 +119,8 @@ class Message:
     ordinal     position in the session's raw history (assigned by the raw store; decode sets the input index)
     compaction  None, or COMPACTION_REQUEST / COMPACTION_SUMMARY / BRANCH_SUMMARY for the harness's own compaction
     raw         the original JSON object (codec-private); None for messages mc creates
-    digest      `identity.content_hash(raw)` when known (derived ids hash the raw message anyway)
+    digest      the content hash the raw store compares (`identity.content_hash(raw)`; Anthropic hashes
+                the message without its moving cache_control marks), when the codec computed it
     atomic      the provider rejects this message partially (an OpenAI Responses reply whose items are tied
                 to its reasoning): drops never remove one of its tool calls (the call stays, its result
                 becomes a placeholder), so the message is served whole or not at all
@@ -229,6 +230,25 @@ def set_text(container: dict, field: str, new: str, *, part_type: str = "text", 
         value[:] = [p for p in value if id(p) not in dropped]
 
 
+def set_system_texts(messages: list, found: list[tuple[int, dict]], texts: list[str], fresh: Any, *,
+                     part_type: str = "text") -> list:
+    """Set the i-th system message in `found` ((index, message) pairs of `messages`) to texts[i], in place.
+
+    Texts beyond the existing system messages are appended (blank-line separated) to the last one; with
+    none at all, `fresh(text)` is inserted at index 0. String or part content keeps its form (`set_text`).
+    """
+    if not found:
+        if texts:
+            messages.insert(0, fresh("\n\n".join(texts)))
+        return messages
+    wanted = list(texts[: len(found)])
+    if len(texts) > len(found):
+        wanted[-1] = "\n\n".join(texts[len(found) - 1:])
+    for (_, message), new in zip(found, wanted, strict=False):
+        set_text(message, "content", new, part_type=part_type, keep_parts=True)
+    return messages
+
+
 __all__ = [
     "ANTHROPIC",
     "ASSISTANT",
@@ -257,5 +277,6 @@ __all__ = [
     "Usage",
     "joined_text",
     "json_kind",
+    "set_system_texts",
     "set_text",
 ]

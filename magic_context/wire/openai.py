@@ -186,11 +186,6 @@ def _reasoning_text(value: Any) -> str:
     return ""
 
 
-def _set_text(container: dict, new: str, *, keep_parts: bool = False) -> None:
-    """Make `container["content"]` read as `new` (see `model.set_text`)."""
-    m.set_text(container, "content", new, keep_parts=keep_parts)
-
-
 def parse_arguments(value: Any) -> Any:
     """A call's JSON-string arguments parsed; the value itself when it is not a string of valid JSON."""
     if isinstance(value, str):
@@ -344,7 +339,7 @@ def _encode_message(msg: m.Message, out: list) -> None:
     if msg.role == m.TOOL:
         result = next((b for b in msg.blocks if b.kind == m.TOOL_RESULT), None)
         if result is not None and (result.changed or result.raw is not raw):
-            _set_text(raw, result.text)
+            m.set_text(raw, "content", result.text)  # a pure prefix into the first text part, else replaced
             if result.raw is not raw and result.tool_id is not None:
                 raw["tool_call_id"] = result.tool_id
         out.append(raw)
@@ -388,17 +383,11 @@ def apply_system(messages: Any, texts: list[str]) -> list:
     Texts beyond the existing system messages are appended (blank-line separated) to the last one; with no
     system message at all, one is inserted at index 0. Call it on `encode`'s output.
     """
-    found = _system_messages(messages)
-    if not found:
-        if texts:
-            messages.insert(0, {"role": "system", "content": "\n\n".join(texts)})
-        return messages
-    wanted = list(texts[: len(found)])
-    if len(texts) > len(found):
-        wanted[-1] = "\n\n".join(texts[len(found) - 1:])
-    for (_, msg), new in zip(found, wanted, strict=False):
-        _set_text(msg, new, keep_parts=True)
-    return messages
+    return m.set_system_texts(messages, _system_messages(messages), texts, _system_message)
+
+
+def _system_message(text: str) -> dict:
+    return {"role": "system", "content": text}
 
 
 def tool_names(tools: Any) -> list[str]:

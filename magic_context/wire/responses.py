@@ -478,18 +478,11 @@ def apply_system(items: Any, texts: list[str]) -> list:
     Texts beyond the existing system items are appended (blank-line separated) to the last one; with no
     system item at all, a developer message is inserted at index 0. Call it on `encode`'s output.
     """
-    found = _system_items(items)
-    if not found:
-        if texts:
-            items.insert(0, {"type": "message", "role": "developer",
-                             "content": [{"type": "input_text", "text": "\n\n".join(texts)}]})
-        return items
-    wanted = list(texts[: len(found)])
-    if len(texts) > len(found):
-        wanted[-1] = "\n\n".join(texts[len(found) - 1:])
-    for (_, item), new in zip(found, wanted, strict=False):
-        m.set_text(item, "content", new, part_type="input_text", keep_parts=True)
-    return items
+    return m.set_system_texts(items, _system_items(items), texts, _developer_message, part_type="input_text")
+
+
+def _developer_message(text: str) -> dict:
+    return {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": text}]}
 
 
 def tool_names(tools: Any) -> list[str]:
