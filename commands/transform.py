@@ -12,7 +12,8 @@ import typer
 
 
 def transform(
-    harness: str = typer.Option(None, "--harness", help="opencode | pi | anthropic | openai (default: detected)."),
+    harness: str = typer.Option(None, "--harness",
+                                help="opencode | pi | anthropic | openai | openai-responses (default: detected)."),
     session: str = typer.Option(None, "--session", help="Session id (default: from the input or a fingerprint)."),
     project: str = typer.Option(None, "--project", help="Project directory (default: the current directory)."),
     model: str = typer.Option(None, "--model", help="Model as PROVIDER/ID."),
@@ -23,8 +24,10 @@ def transform(
     """Rewrite one request read from stdin (JSON) and print it on stdout.
 
     \b
-    Input: an envelope {"messages": [...], ...}, a provider request body, or a bare
-    OpenCode / Pi message array. Output: the same shape, rewritten.
+    Input: an envelope {"messages": [...], ...}, a provider request body
+    (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses with
+    "input" items), or a bare OpenCode / Pi message array.
+    Output: the same shape, rewritten.
     \b
     Example:
       mc transform --harness opencode < messages.json

@@ -30,8 +30,6 @@ from proxy_helpers import (
 )
 
 from magic_context import paths
-from magic_context.proxy.routes import RESPONSES_HARNESS
-from magic_context.wire import model as m
 
 REQUESTS = REPO.parent / "shared" / "data" / "requests"
 FIRST = [{"role": "user", "content": "list the files in src/"}]
@@ -229,7 +227,7 @@ def test_garbage_body_fails_open_and_is_logged_once_per_session(fake) -> None:
     assert "forwarded the original body" in log_text
 
 
-def test_responses_route_goes_through_the_pass_or_fails_open(fake) -> None:
+def test_responses_route_goes_through_the_pass(fake) -> None:
     codex = (REQUESTS / "codex-0.171.0-2.json").read_bytes()
     fake.script([], default=Reply(text=ANSWER))
     with proxy_in_thread(settings_for(fake.url)) as url:
@@ -240,10 +238,7 @@ def test_responses_route_goes_through_the_pass_or_fails_open(fake) -> None:
     events = sse_events(answer.content)
     assert events[-1][0] == "response.completed"
     upstream = fake.requests[0]
-    if RESPONSES_HARNESS in m.HARNESSES:  # the Responses codec is in: the body is rewritten
-        assert b"<session-history>" in upstream.raw
-    else:  # before it: the body fails decoding and goes out byte for byte
-        assert upstream.raw == codex
+    assert b"<session-history>" in upstream.raw  # rewritten by the Responses codec
 
 
 @pytest.mark.parametrize("wire", ["anthropic", "chat"])

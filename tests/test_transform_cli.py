@@ -339,3 +339,89 @@ def test_other_agents_pass_through_but_malformed_input_still_fails(mc) -> None:
     bad = [*PI_ARRAY, {"role": "assistant", "content": "not an array"}]
     result, out = run(mc, envelope(bad, harness="pi", agent="title"))
     assert result.returncode == 2 and out is None and b"content" in result.stderr
+
+
+RESPONSES_ITEMS = [
+    {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex."}]},
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list files"}]},
+    {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA=="},
+    {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "exec_command",
+     "arguments": "{\"cmd\": \"ls\"}"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "a.py\nb.py"},
+]
+RESPONSES_BODY = {"model": "gpt-5-codex", "instructions": "Be brief.", "input": RESPONSES_ITEMS[1:],
+                  "store": False, "include": ["reasoning.encrypted_content"], "prompt_cache_key": "thread-1"}
+
+
+def test_responses_body_instructions_get_the_guidance(mc) -> None:
+    result, out = run(mc, RESPONSES_BODY, "--project", "/tmp")
+    assert result.returncode == 0, result.stderr
+    assert set(out) == set(RESPONSES_BODY) and out["include"] == ["reasoning.encrypted_content"]
+    assert out["instructions"].startswith("Be brief.\n\n## Magic Context") and "Today's date: 20" in out["instructions"]
+    items = out["input"]
+    assert items[0]["content"][0]["text"].startswith("<session-history>")  # m[0] at the head
+    assert items[2]["content"][0]["text"] == "§1§ list files"
+    assert items[3:5] == RESPONSES_ITEMS[2:4]  # reasoning and its call, ids and all
+    assert items[5] == {"type": "function_call_output", "call_id": "call_1", "output": "§2§ a.py\nb.py"}
+
+
+@pytest.mark.parametrize("key", ["input", "messages"])
+def test_responses_envelopes(mc, key) -> None:
+    doc = {key: RESPONSES_ITEMS, "harness": "openai-responses", "session_id": "r1", "project_dir": "/tmp", "now": NOW}
+    result, out = run(mc, doc)
+    assert result.returncode == 0, result.stderr
+    assert set(out) == set(doc)
+    items = out[key]
+    assert items[0]["content"][0]["text"].startswith("You are Codex.\n\n## Magic Context")  # no instructions
+    assert items[1]["content"][0]["text"].startswith("<session-history>")
+    assert items[-1]["output"] == "§2§ a.py\nb.py"
+
+
+def test_responses_harness_flag_and_string_input(mc) -> None:
+    flagged, out = run(mc, {"messages": RESPONSES_ITEMS, "session_id": "r2", "now": NOW},
+                       "--harness", "openai-responses")
+    assert flagged.returncode == 0, flagged.stderr
+    assert out["messages"][-1]["output"] == "§2§ a.py\nb.py"
+    plain, out = run(mc, {"model": "gpt-5", "input": "hello"}, "--project", "/tmp")
+    assert plain.returncode == 0, plain.stderr
+    assert out["input"][-1] == {"role": "user", "content": "§1§ hello"}
+    assert "<session-history>" in out["input"][0]["content"][0]["text"]
+
+
+@pytest.mark.parametrize(("doc", "where"), [
+    ({"model": "gpt-5", "instructions": ["x"], "input": []}, "instructions must be a string"),
+    ({"model": "gpt-5", "input": [{"type": "function_call", "name": "x"}]}, "openai-responses input[0].call_id"),
+    ({"model": "gpt-5", "input": 5}, "must carry a `messages` array"),
+])
+def test_responses_bad_input_exits_2(mc, doc, where) -> None:
+    result, _ = run(mc, doc)
+    assert result.returncode == 2 and result.stdout == b""
+    assert where in result.stderr.decode()
+
+
+def test_dropped_outputs_keep_the_calls_of_reasoning_replies(mc) -> None:
+    """Responses ties a reply's calls to its reasoning: a drop blanks such a call's output and keeps the call,
+    where a reply without reasoning loses the whole arc."""
+    from magic_context.wire import arcs, responses
+
+    items = [RESPONSES_ITEMS[0]]
+    for i in range(30):
+        reasoning = [{"type": "reasoning", "id": f"rs_{i}", "summary": [], "encrypted_content": f"enc{i}"}]
+        items += [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"step {i}"}]},
+                  *(reasoning if i % 2 == 0 else []),
+                  {"type": "function_call", "id": f"fc_{i}", "call_id": f"call_{i}", "name": "exec_command",
+                   "arguments": "{\"cmd\": \"cat\"}"},
+                  {"type": "function_call_output", "call_id": f"call_{i}", "output": f"output {i} " + "x " * 40}]
+    doc = {"input": items, "harness": "openai-responses", "session_id": "r3", "project_dir": "/tmp", "now": NOW}
+    result, out = run(mc, doc)  # the first pass busts anyway: old tool outputs go by age
+    assert result.returncode == 0, result.stderr
+    served = out["input"]
+    calls = {x["call_id"]: i for i, x in enumerate(served) if x.get("type") == "function_call"}
+    outputs = {x["call_id"]: x["output"] for x in served if x.get("type") == "function_call_output"}
+    assert "[dropped §2§]" == outputs["call_0"]
+    for i in range(0, 30, 2):  # every reasoning reply is served whole, right behind its reasoning
+        assert served[calls[f"call_{i}"] - 1] == {"type": "reasoning", "id": f"rs_{i}", "summary": [],
+                                                  "encrypted_content": f"enc{i}"}
+    removed = [i for i in range(1, 30, 2) if f"call_{i}" not in calls]
+    assert removed and all(f"call_{i}" not in outputs for i in removed)
+    assert arcs.validate_pairing(responses.decode(served), "openai-responses") == []

@@ -1,11 +1,12 @@
-"""Property tests of the transform's invariants over generated sessions in all four formats.
+"""Property tests of the transform's invariants over generated sessions in all five formats.
 
 For every generated conversation, each request a harness would send (the history before each
 assistant turn) is served in order, with random ctx_reduce calls and clock gaps between passes:
 * a defer pass replays the previous output byte-identically as its prefix;
 * serving the same request twice gives the same bytes;
 * every output is valid for its provider (tool calls paired and ordered);
-* reasoning blocks are identical to the input or removed whole;
+* reasoning blocks are identical to the input or removed whole (OpenAI Responses: a reply with
+  reasoning is served whole, every item of it as given but for tags and placeholders, or not at all);
 * tags never accumulate.
 """
 
@@ -47,7 +48,8 @@ def build(turns) -> list[m.Message]:
             clock += 1_000
             blocks = []
             if think:
-                blocks.append(m.Block(m.REASONING, text=f"thinking {t}.{s}", meta={"signature": f"sig{t}{s}"}))
+                blocks.append(m.Block(m.REASONING, text=f"thinking {t}.{s}",
+                                      meta={"signature": f"sig{t}{s}", "encrypted_content": f"enc{t}{s}"}))
             if text:
                 blocks.append(m.Block(m.TEXT, text=text))
             calls = [(f"call_{t}_{s}_{k}", tool) for k, tool in enumerate(tools)]
@@ -77,7 +79,26 @@ def serve(shape: str, native: list, session: str, now: int, limit: int) -> tuple
 TAG_STACK = re.compile(r"§\d+§\s*§\d+§")
 
 
-@pytest.mark.parametrize("shape", [m.ANTHROPIC, m.OPENAI, m.OPENCODE, m.PI])
+def replies_kept_whole(given: list, served: list) -> bool:
+    """Responses: every served reasoning item is followed by the rest of its reply, as given (type, call_id)."""
+    def sig(item: dict) -> tuple:
+        return item.get("type"), item.get("call_id")
+
+    replies = {}  # bytes of a reasoning item -> (its offset in its reply, the reply's item signatures)
+    for msg in CODECS[m.OPENAI_RESPONSES].decode(orjson.loads(orjson.dumps(given))):
+        if msg.atomic:
+            for offset, item in enumerate(msg.raw):
+                if item.get("type") == "reasoning":
+                    replies[orjson.dumps(item)] = (offset, [sig(x) for x in msg.raw])
+    for at, item in enumerate(served):
+        if item.get("type") == "reasoning":
+            offset, reply = replies[orjson.dumps(item)]
+            if [sig(x) for x in served[at - offset: at - offset + len(reply)]] != reply:
+                return False
+    return True
+
+
+@pytest.mark.parametrize("shape", [m.ANTHROPIC, m.OPENAI, m.OPENCODE, m.PI, m.OPENAI_RESPONSES])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(turns=st.lists(TURN, min_size=2, max_size=6), limit=st.sampled_from([1024, 2000, 6000]),
@@ -110,6 +131,8 @@ def test_invariants_hold_on_every_pass(shape, turns, limit, gaps, reduce_at) -> 
         if shape == m.ANTHROPIC:
             assert decoded[0].role == m.USER
         assert set(reasoning_blocks(shape, out)) <= given_reasoning
+        if shape == m.OPENAI_RESPONSES:  # a reply tied to its reasoning keeps every item, calls included
+            assert replies_kept_whole(native, out)
         for msg in decoded:  # the model's own echoes of tags never pile up in front of its text
             for block in msg.blocks:
                 if msg.role == m.ASSISTANT and block.kind == m.TEXT:

@@ -1,4 +1,4 @@
-"""Every real session replayed pass by pass through the real `mc transform` subprocess, in three shapes.
+"""Every real session replayed pass by pass through the real `mc transform` subprocess, in four shapes.
 
 Windows are smaller than the sessions, so drops and emergency reclaim must hold the window. Each pass
 is checked: exit 0, valid provider output, reasoning untouched, defer passes byte-stable, served
@@ -26,7 +26,7 @@ WINDOWS = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", ["anthropic", "openai", "opencode"])
+@pytest.mark.parametrize("shape", ["anthropic", "openai", "opencode", "openai-responses"])
 @pytest.mark.parametrize("name", list(WINDOWS))
 def test_real_session_replay(name: str, shape: str) -> None:
     path = SESSIONS / name

@@ -55,6 +55,7 @@ def _serve_all(path: Path, shape: str, limit: int, storage: Path, monkeypatch, *
     ("mini-swe-agent_deepseek-chat_django__django-13964.traj.json", "openai", 40_000),
     ("mini-swe-agent_deepseek-reasoner_sqlfluff__sqlfluff-1763.traj.json", "anthropic", 30_000),
     ("pi_before-compaction.jsonl", "opencode", 120_000),
+    ("mini-swe-agent_deepseek-chat_django__django-13964.traj.json", "openai-responses", 40_000),
 ])
 def test_skimmed_passes_serve_the_same_bytes(name: str, shape: str, limit: int, tmp_path: Path,
                                              monkeypatch) -> None:
@@ -70,7 +71,7 @@ def test_skimmed_passes_serve_the_same_bytes(name: str, shape: str, limit: int, 
     assert held >= 0.9 * asked, f"the skim fell back on {asked - held} of {asked} passes"
 
 
-@pytest.mark.parametrize("shape", ["pi", "anthropic", "openai", "opencode"])
+@pytest.mark.parametrize("shape", ["pi", "anthropic", "openai", "opencode", "openai-responses"])
 def test_skimmed_decode_keeps_ids_roles_and_the_unskimmed_messages(shape: str) -> None:
     from magic_context.transform.protocol import CODECS
     from magic_context.wire import model as m

@@ -111,6 +111,27 @@ def test_whole_turn_goes_with_its_reasoning() -> None:
     assert [msg.id for msg in kept] == ["u1", "u2"]
 
 
+@pytest.mark.parametrize("mode", [None, MODE_EDIT_MARKER, MODE_SKELETON])
+def test_a_pinned_call_of_an_atomic_message_stays(mode: str | None) -> None:
+    """A reply the provider rejects partially (OpenAI Responses with reasoning) keeps its call, unedited."""
+    from magic_context.transform import accounting, reclaim
+
+    messages = _conversation()
+    messages[1].blocks.pop(1)  # reasoning + the call only: unpinned, the whole turn would go (test above)
+    messages[1].atomic = True
+    sites, _, _ = tagger.assign(messages, {}, 0, len)
+    tool = next(s for s in sites if s.tag.kind == "tool")
+    assert tool.pinned
+    tool.tag.status, tool.tag.drop_mode = DROPPED, mode
+    assert drops.mode_of(tool) == MODE_SKELETON
+    assert reclaim.saving(tool) == max(0, tool.tag.tokens - drops.PLACEHOLDER_TOKENS)
+    assert accounting.savings_by_message(sites) == {2: max(0, tool.tag.tokens - drops.PLACEHOLDER_TOKENS)}
+    kept = drops.apply(messages, sites, set())
+    assert [msg.id for msg in kept] == ["u1", "a1", "r1", "u2"]
+    assert [b.kind for b in kept[1].blocks] == [m.REASONING, m.TOOL_CALL]
+    assert kept[1].blocks[1].input == {"filePath": "a.py"} and kept[2].blocks[0].text == placeholder(2)
+
+
 def test_scheduler_limits_and_decisions() -> None:
     assert scheduler.resolve_limit(500, "claude-sonnet-4-5").tokens == 200_000  # implausible → table
     assert scheduler.resolve_limit(50_000, None).proven
@@ -196,3 +217,22 @@ def test_nudge_replay_is_stable() -> None:
     fresh = _conversation()
     nudges.replay(fresh, anchors)
     assert [b.text for msg in fresh for b in msg.blocks] == first
+
+
+def test_session_fingerprint_covers_a_bodys_conversation_mark() -> None:
+    from magic_context.transform import protocol
+    from magic_context.wire import identity
+
+    def sid(doc: dict, **flags: str) -> str:
+        return protocol.read_input(doc, {"--project": "/p", **{f"--{k}": v for k, v in flags.items()}}).session_id
+
+    codex = {"model": "gpt-5-codex", "prompt_cache_key": "thread-a",
+             "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<env/>"}]}]}
+    assert sid(codex) == sid(dict(codex)) != sid(dict(codex, prompt_cache_key="thread-b"))
+    assert sid(codex, session="s9") == "s9"
+    unmarked = {k: v for k, v in codex.items() if k != "prompt_cache_key"}
+    assert sid(unmarked) == "fp-" + identity.digest(b"/p\x00<env/>", 8)  # bodies without a mark keep their ids
+    claude = {"model": "claude-opus-5-5", "system": "s", "messages": [{"role": "user", "content": "hi"}],
+              "metadata": {"user_id": '{"device_id":"d","account_uuid":"","session_id":"1"}'}}
+    other = dict(claude, metadata={"user_id": '{"device_id":"d","account_uuid":"","session_id":"2"}'})
+    assert sid(claude) != sid(other) and sid(claude).startswith("fp-")

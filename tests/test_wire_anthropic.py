@@ -9,6 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from captured_requests import bodies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -140,7 +141,7 @@ def test_derived_ids_are_stable_and_tell_repeats_apart() -> None:
 @pytest.mark.parametrize(("doc", "where"), [
     ({"role": "user"}, "messages"),
     ([{"role": "user", "content": "a"}, "hello"], "messages[1]"),
-    ([{"role": "system", "content": "a"}], "messages[0].role"),
+    ([{"role": "tool", "content": "a"}], "messages[0].role"),
     ([{"content": "a"}], "messages[0].role"),
     ([{"role": "user", "content": 5}], "messages[0].content"),
     ([{"role": "user"}], "messages[0].content"),
@@ -190,7 +191,7 @@ _blocks = st.one_of(
     st.fixed_dictionaries({"type": st.sampled_from(["server_tool_use", "mystery"]), "payload": _json}),
 )
 _message = st.fixed_dictionaries(
-    {"role": st.sampled_from(["user", "assistant"]), "content": _text | st.lists(_blocks, max_size=5)},
+    {"role": st.sampled_from(["user", "assistant", "system"]), "content": _text | st.lists(_blocks, max_size=5)},
     optional={"id": _text, "usage": _object},
 )
 _conversation = st.lists(_message, max_size=6)
@@ -228,6 +229,60 @@ def test_roundtrip_real_claude_code_messages(sessions_dir: Path, name: str) -> N
     assert doc
     expected = orjson.dumps(doc)
     assert orjson.dumps(roundtrip(doc)) == expected
+
+
+@pytest.mark.parametrize("path", bodies("claude-code"), ids=lambda p: p.name)
+def test_claude_code_body_system_messages(path: Path) -> None:
+    """Claude Code's `role: "system"` messages decode as SYSTEM, keep their bytes, and round-trip exactly."""
+    data = path.read_bytes()
+    body = orjson.loads(data)
+    msgs = anthropic.decode(body["messages"])
+    system = [x for x in msgs if x.role == m.SYSTEM]
+    assert system, "the captured body has no system-role message"
+    for msg in system:
+        assert msg.raw["role"] == "system" and msg.blocks and all(b.kind == m.TEXT for b in msg.blocks)
+    body["messages"] = anthropic.encode(msgs)
+    assert orjson.dumps(body) == data
+
+
+def test_system_messages_are_never_skimmed_and_keep_their_place() -> None:
+    doc = [{"role": "user", "content": "hi"}, {"role": "system", "content": [{"type": "text", "text": "env"}]},
+           {"role": "assistant", "content": "ok"}, {"role": "user", "content": "go"}]
+    whole = anthropic.decode(copy.deepcopy(doc))
+    part = anthropic.decode(copy.deepcopy(doc), skim=3)
+    assert [x.role for x in part] == [m.USER, m.SYSTEM, m.ASSISTANT, m.USER]
+    assert [len(x.blocks) for x in part] == [0, 1, 0, 1]
+    assert [(x.id, x.digest) for x in part] == [(x.id, x.digest) for x in whole]
+    assert part[1].blocks[0].text == "env"
+    assert anthropic.encode(whole) == doc
+
+
+def test_ids_ignore_moving_cache_control() -> None:
+    """Claude Code marks the newest blocks each request and sends the same message as blocks or as a string."""
+    first = [{"role": "user", "content": "hi"},
+             {"role": "system", "content": [{"type": "text", "text": "env", "cache_control": {"type": "ephemeral"}}]}]
+    second = [{"role": "user", "content": "hi"}, {"role": "system", "content": "env"},
+              {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}]},
+              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "ok",
+                                            "cache_control": {"type": "ephemeral"}}]}]
+    third = [*copy.deepcopy(second[:3]), {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t", "content": "ok"}]}]
+    a, b, c = (anthropic.decode(copy.deepcopy(x)) for x in (first, second, third))
+    assert [(x.id, x.digest) for x in a] == [(x.id, x.digest) for x in b[:2]]
+    assert [(x.id, x.digest) for x in b] == [(x.id, x.digest) for x in c]
+    assert anthropic.encode(b) == second  # the marks themselves are served as sent
+    edited = anthropic.decode([{"role": "system", "content": "env2"}])
+    assert edited[0].id != a[1].id
+    plain = anthropic.decode([{"role": "user", "content": [{"type": "text", "text": "x", "citations": None}]}])
+    assert plain[0].id != anthropic.decode([{"role": "user", "content": "x"}])[0].id
+
+
+def test_prompt_index_skips_the_billing_header() -> None:
+    header = "x-anthropic-billing-header: cc_version=2.1.332.414; cc_entrypoint=sdk-cli;"
+    assert anthropic.prompt_index([header, "You are a Claude agent.", "main"]) == 1
+    assert anthropic.prompt_index(["plain", header]) == 0
+    assert anthropic.prompt_index([header]) == 1
+    assert anthropic.prompt_index([]) == 0
 
 
 def test_thinking_blocks_stay_byte_identical_through_edits(sessions_dir: Path) -> None:

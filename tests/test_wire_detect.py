@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from captured_requests import METADATA_HOOKS, REQUESTS, TRUE_FORMAT
 
 from magic_context.errors import BadInput
 from magic_context.wire import model as m
@@ -130,3 +131,62 @@ def test_real_sessions(sessions_dir: Path) -> None:
     transcript = (sessions_dir / "claude-code" / "bookminder-subagent-a12564cd.jsonl").read_text().splitlines()
     messages = [e["message"] for e in map(json.loads, transcript) if e.get("type") in ("user", "assistant")]
     assert detect_harness({"model": "claude-haiku-4-5", "max_tokens": 8192, "messages": messages}) == m.ANTHROPIC
+
+
+def test_every_captured_file_is_classified_here() -> None:
+    on_disk = {p.name for p in REQUESTS.glob("*.json")}
+    assert on_disk == set(TRUE_FORMAT) | set(METADATA_HOOKS)
+
+
+@pytest.mark.parametrize("name", sorted(TRUE_FORMAT))
+def test_captured_bodies_are_detected_as_their_true_format(name: str) -> None:
+    assert detect_harness(json.loads((REQUESTS / name).read_text())) == TRUE_FORMAT[name]
+
+
+@pytest.mark.parametrize("name", METADATA_HOOKS)
+def test_metadata_hook_inputs_are_no_message_shape(name: str) -> None:
+    with pytest.raises(BadInput, match="unknown message shape"):
+        detect_harness(json.loads((REQUESTS / name).read_text()))
+
+
+CLAUDE_CODE_LIKE = [
+    {"role": "user", "content": [{"type": "text", "text": "<system-reminder>x</system-reminder>"},
+                                 {"type": "text", "text": "run echo"}]},
+    {"role": "system", "content": [{"type": "text", "text": "# Environment", "cache_control": {"type": "ephemeral"}}]},
+]
+
+
+@pytest.mark.parametrize(("doc", "harness"), [
+    # A system-role message with an Anthropic-only top-level key is Anthropic (Claude Code)...
+    ({"model": "claude-opus-5-5", "system": [{"type": "text", "text": "x"}], "max_tokens": 64000,
+      "messages": CLAUDE_CODE_LIKE}, m.ANTHROPIC),
+    ({"model": "c", "max_tokens": 8, "context_management": {"edits": []}, "messages": CLAUDE_CODE_LIKE}, m.ANTHROPIC),
+    ({"model": "c", "output_config": {"effort": "high"}, "messages": CLAUDE_CODE_LIKE}, m.ANTHROPIC),
+    # ... also when the system message comes first; a later Anthropic block decides on its own.
+    ({"model": "c", "system": "s", "messages": [CLAUDE_CODE_LIKE[1], CLAUDE_CODE_LIKE[0]]}, m.ANTHROPIC),
+    ([CLAUDE_CODE_LIKE[1], *ANTHROPIC], m.ANTHROPIC),
+    # OpenAI Chat bodies with max_tokens (OpenCode's openai-compatible requests) stay OpenAI.
+    ({"model": "gpt", "max_tokens": 32000, "messages": [{"role": "system", "content": "s"}, *PLAIN]}, m.OPENAI),
+    ({"model": "gpt", "max_tokens": 32000, "messages": OPENAI}, m.OPENAI),
+    ({"model": "gpt", "system": "s", "messages": OPENAI}, m.OPENAI),  # a strong mark beats body keys
+    ([{"role": "system", "content": "s"}, *PLAIN, {"role": "exit", "content": ""}], m.OPENAI),
+])
+def test_system_role_messages(doc: object, harness: str) -> None:
+    assert detect_harness(doc) == harness
+
+
+@pytest.mark.parametrize(("doc", "harness"), [
+    ({"model": "gpt-5", "input": [{"type": "message", "role": "user", "content": "hi"}]}, m.OPENAI_RESPONSES),
+    ({"model": "gpt-5", "input": "hi", "instructions": "be brief"}, m.OPENAI_RESPONSES),
+    ({"input": [], "session_id": "s"}, m.OPENAI_RESPONSES),
+    ([{"type": "function_call", "call_id": "c", "name": "n", "arguments": "{}"}], m.OPENAI_RESPONSES),
+    ([{"role": "user", "content": "x"}, {"type": "reasoning", "summary": []}], m.OPENAI_RESPONSES),
+    ([{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "x"}]}], m.OPENAI_RESPONSES),
+    ({"messages": [{"role": "assistant", "content": [{"type": "output_text", "text": "x"}]}]}, m.OPENAI_RESPONSES),
+    # An Anthropic response object also says type "message": its blocks decide.
+    ([{"type": "message", "role": "assistant", "content": [{"type": "text", "text": "x"}],
+       "stop_reason": "end_turn"}], m.OPENAI),
+    ({"messages": PLAIN, "input": [{"role": "user", "content": "x"}]}, m.OPENAI),  # `messages` wins
+])
+def test_responses_shapes(doc: object, harness: str) -> None:
+    assert detect_harness(doc) == harness

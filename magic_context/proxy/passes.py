@@ -77,7 +77,7 @@ def transform(body: bytes, route: routes.Route, headers: Mapping[str, str], *, p
         document = protocol.parse_document(body)
         session = session or routes.session_from_body(document, route)
         options: dict[str, str | bool] = {"--project": routes.project_dir(headers, default_project)}
-        for flag, value in (("--harness", route.known_harness), ("--session", session),
+        for flag, value in (("--harness", route.harness), ("--session", session),
                             ("--context-limit", routes.context_limit(headers))):
             if value:
                 options[flag] = value

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 ANTHROPIC = "anthropic"  # wire families of the model routes (also the shape of their errors)
 CHAT = "chat"
 RESPONSES = "responses"
-RESPONSES_HARNESS = "openai-responses"  # the transform harness of Responses bodies, once its codec exists
 
 # Request headers a client (or the `mc setup` installer) sets for mc; never forwarded upstream.
 PROJECT_HEADER = "x-mc-project-dir"
@@ -46,15 +45,10 @@ class Route:
     upstream: str  # "anthropic" | "openai"
     harness: str
 
-    @property
-    def known_harness(self) -> str | None:
-        """The harness to name to the pass, if this mc knows it (else the pass detects, or fails open)."""
-        return self.harness if self.harness in m.HARNESSES else None
-
 
 _MODEL_ROUTES = (("/messages", Route(ANTHROPIC, "anthropic", m.ANTHROPIC)),
                  ("/chat/completions", Route(CHAT, "openai", m.OPENAI)),
-                 ("/responses", Route(RESPONSES, "openai", RESPONSES_HARNESS)))
+                 ("/responses", Route(RESPONSES, "openai", m.OPENAI_RESPONSES)))
 
 
 def model_route(method: str, path: str) -> Route | None:

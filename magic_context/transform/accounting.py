@@ -34,7 +34,7 @@ def savings_by_message(sites: list[Site]) -> dict[int, int]:
         tag = site.tag
         if not tag.dropped:
             continue
-        mode = tag.drop_mode or drops.default_mode(site)
+        mode = drops.mode_of(site)
         if tag.kind == KIND_TEXT:
             kept = PREVIEW_TOKENS if mode == MODE_TRUNCATED else PLACEHOLDER_TOKENS
             out[site.message_index] += max(0, tag.tokens - kept)

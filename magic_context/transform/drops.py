@@ -54,6 +54,16 @@ def default_mode(site: Site) -> str:
     return "placeholder"
 
 
+def mode_of(site: Site) -> str:
+    """The mode a dropped tag is served in: its own (or the default), except that a pinned call (one
+    in an atomic message, e.g. an OpenAI Responses reply tied to its reasoning) is never removed nor
+    edited: it stays, and its output becomes the placeholder."""
+    mode = site.tag.drop_mode or default_mode(site)
+    if site.pinned and mode in (MODE_REMOVED, MODE_EDIT_MARKER):
+        return MODE_SKELETON
+    return mode
+
+
 def edit_marker_input(value: object, number: int) -> object:
     """A superseded edit's call input: keep the file path, replace everything bulky."""
     marker: dict[str, object] = {"dropped": placeholder(number)}
@@ -79,7 +89,7 @@ def removed_blocks(sites: list[Site]) -> tuple[set[int], set[int]]:
         tag = site.tag
         if not tag.dropped or tag.kind != KIND_TOOL:
             continue
-        mode = tag.drop_mode or default_mode(site)
+        mode = mode_of(site)
         keep_call = mode in (MODE_SKELETON, MODE_EDIT_MARKER) and site.call is not None and site.results
         for mi, block in site.results[1:] if keep_call else site.results:
             removed.add(id(block))
@@ -109,7 +119,7 @@ def apply(messages: list[m.Message], sites: list[Site], stripped_reasoning: set[
         tag = site.tag
         if not tag.dropped:
             continue
-        mode = tag.drop_mode or default_mode(site)
+        mode = mode_of(site)
         if tag.kind == KIND_TEXT and site.block is not None:
             text = site.block.text
             site.block.text = truncated(tag.number, text) if mode == MODE_TRUNCATED else placeholder(tag.number)
@@ -133,6 +143,7 @@ def apply(messages: list[m.Message], sites: list[Site], stripped_reasoning: set[
 
 
 __all__ = [
-    "PREVIEW_CHARS", "apply", "default_mode", "edit_marker_input", "fully_dropped", "gone_messages", "removed_blocks",
+    "PREVIEW_CHARS", "apply", "default_mode", "edit_marker_input", "fully_dropped", "gone_messages", "mode_of",
+    "removed_blocks",
     "truncated",
 ]

@@ -29,7 +29,7 @@ from magic_context.transform import (
 from magic_context.transform import tags as tag_store
 from magic_context.transform.protocol import CODECS, PassInput, build_output, reduce_available
 from magic_context.transform.state import SessionState
-from magic_context.wire import anthropic, identity, openai
+from magic_context.wire import anthropic, identity, openai, responses
 from magic_context.wire import model as m
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
@@ -55,12 +55,16 @@ def _estimate(text: str) -> int:
     return tokens.estimate(text) if text else 0
 
 
-def _system_text(inp: PassInput, messages_json: list) -> tuple[str, Any]:
-    """The first system entry's text and where it lives (for hashing and guidance)."""
+def _system_text(inp: PassInput, messages_json: list) -> tuple[str, list[str]]:
+    """The text of the system entry guidance goes into (for hashing and guidance), and all system texts."""
     if inp.harness == m.OPENAI:
         texts = openai.system_texts(messages_json)
+    elif inp.harness == m.OPENAI_RESPONSES:  # `instructions`, else the developer items (as Codex sends it)
+        texts = ([inp.system] if isinstance(inp.system, str) else []) + responses.system_texts(messages_json)
     elif inp.system is not None:
         texts = anthropic.system_texts(inp.system) if not isinstance(inp.system, str) else [inp.system]
+        k = anthropic.prompt_index(texts)
+        return (texts[k] if k < len(texts) else ""), texts
     else:
         texts = []
     return (texts[0] if texts else ""), texts
@@ -404,7 +408,12 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     guide = guidance.guidance_text(reduce_available=reduce_ok, frozen_date=date) if compaction else ""
     inject = guide and hot["system_prompt_injection.enabled"] and \
         not guidance.skipped(system_first, list(hot["system_prompt_injection.skip_signatures"]))
-    if inject and inp.harness == m.OPENAI:
+    if inject and inp.harness == m.OPENAI_RESPONSES:
+        if isinstance(inp.system, str):
+            system_out = guidance.join(inp.system, guide)
+        elif texts := responses.system_texts(messages_out):
+            responses.apply_system(messages_out, [guidance.join(texts[0], guide), *texts[1:]])
+    elif inject and inp.harness == m.OPENAI:
         texts = openai.system_texts(messages_out)
         if texts:
             openai.apply_system(messages_out, [guidance.join(texts[0], guide), *texts[1:]])
@@ -413,8 +422,9 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
             system_out = guidance.join(inp.system, guide)
         else:
             texts = anthropic.system_texts(inp.system)
-            system_out = anthropic.apply_system(inp.system, [guidance.join(texts[0] if texts else "", guide),
-                                                             *texts[1:]])
+            k = anthropic.prompt_index(texts)
+            system_out = anthropic.apply_system(inp.system, [*texts[:k], guidance.join(system_first, guide),
+                                                             *texts[k + 1:]])
 
     tokens_after = served(sites, kept, stripped, reasoning_cache)
     if with_head and m0_text is not None:

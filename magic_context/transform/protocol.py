@@ -1,8 +1,10 @@
 """The transform's input and output documents (DESIGN §3.1–3.2).
 
 Three input shapes: an envelope `{"messages": …, harness?, session_id?, …}`, a provider request
-body (Anthropic Messages / OpenAI Chat Completions), or a bare OpenCode / Pi message array. The
-output has the same shape; fields mc does not change pass through untouched.
+body (Anthropic Messages / OpenAI Chat Completions / OpenAI Responses), or a bare OpenCode / Pi
+message array. An OpenAI Responses body or envelope carries its items in `input` (a string `input` is
+one user message) and its system text in `instructions`; the output writes them back under the same
+keys. The output has the same shape; fields mc does not change pass through untouched.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import time
 
 from magic_context.errors import BadInput
 from magic_context.records import record
-from magic_context.wire import anthropic, detect, identity, openai, opencode, pi
+from magic_context.wire import anthropic, detect, identity, openai, opencode, pi, responses
 from magic_context.wire import model as m
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
@@ -40,7 +42,8 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
 
     _DecodeError = ValueError
 
-CODECS: Final = {m.OPENCODE: opencode, m.PI: pi, m.ANTHROPIC: anthropic, m.OPENAI: openai}
+CODECS: Final = {m.OPENCODE: opencode, m.PI: pi, m.ANTHROPIC: anthropic, m.OPENAI: openai,
+                  m.OPENAI_RESPONSES: responses}
 
 
 @record
@@ -58,10 +61,12 @@ class PassInput:
     usage: m.Usage | None
     agent: str
     now_ms: int
-    system: Any = None  # envelope `system` or Anthropic body `system`
+    system: Any = None  # envelope `system`, Anthropic body `system`, or Responses `instructions`
     tools: list[str] | None = None
     report: bool = False
     dry_run: bool = False
+    messages_key: str = "messages"  # where the messages live in the document ("input" for Responses)
+    system_key: str = "system"  # where `system` lives ("instructions" for Responses)
 
 
 def parse_document(data: bytes) -> Any:
@@ -137,8 +142,24 @@ def _session_id(doc: dict | None, harness: str, messages: list, flag: str | None
             return info["sessionID"]
     if flag:
         return flag
-    seed = f"{project}\x00{_first_user_text(harness, messages)}".encode("utf-8", "replace")
-    return "fp-" + identity.digest(seed, 8)
+    text = _first_user_text(harness, messages)
+    mark = _session_mark(doc)
+    seed = f"{project}\x00{mark}\x00{text}" if mark else f"{project}\x00{text}"
+    return "fp-" + identity.digest(seed.encode("utf-8", "replace"), 8)
+
+
+def _session_mark(doc: dict | None) -> str | None:
+    """What a provider body says about its conversation: Codex's `prompt_cache_key` (its thread id), Claude
+    Code's `metadata.user_id` (which names its session). Codex's first user item is only its environment
+    context (directory and date), so without this mark its sessions of one day in one project would meet."""
+    if doc is None:
+        return None
+    key = doc.get("prompt_cache_key")
+    if isinstance(key, str) and key:
+        return key
+    metadata = doc.get("metadata")
+    user = metadata.get("user_id") if isinstance(metadata, dict) else None
+    return user if isinstance(user, str) and user else None
 
 
 def _tool_names(value: Any) -> list[str] | None:
@@ -148,17 +169,21 @@ def _tool_names(value: Any) -> list[str] | None:
     if not isinstance(value, list):
         raise BadInput("tools must be an array of tool definitions")
     names = [v for v in value if isinstance(v, str)]
-    return names + anthropic.tool_names(value) + openai.tool_names(value)
+    return names + anthropic.tool_names(value) + openai.tool_names(value) + responses.tool_names(value)
 
 
 def read_input(document: Any, options: dict[str, str | bool]) -> PassInput:
     """Classify the document's shape and collect the pass inputs; BadInput on anything malformed."""
     if isinstance(document, list):
-        shape, doc, messages = "array", None, document
+        shape, doc, messages, messages_key = "array", None, document, "messages"
     elif isinstance(document, dict):
-        messages = document.get("messages")
+        messages_key, messages = "messages", document.get("messages")
+        if messages is None and isinstance(document.get("input"), list | str):  # OpenAI Responses
+            messages_key, messages = "input", document["input"]
+            if isinstance(messages, str):
+                messages = [{"role": "user", "content": messages}]
         if not isinstance(messages, list):
-            raise BadInput("unknown shape: an object must carry a `messages` array")
+            raise BadInput("unknown shape: an object must carry a `messages` array (or a Responses `input`)")
         # A provider request body always names its model with a string; anything else is an envelope.
         shape, doc = ("body" if isinstance(document.get("model"), str) else "envelope"), document
     else:
@@ -195,13 +220,17 @@ def read_input(document: Any, options: dict[str, str | bool]) -> PassInput:
 
     tools = _tool_names((doc or {}).get("tools"))
 
-    system = (doc or {}).get("system") if shape in ("envelope", "body") else None
+    system_key = "instructions" if harness == m.OPENAI_RESPONSES else "system"
+    system = (doc or {}).get(system_key) if shape in ("envelope", "body") else None
+    if system_key == "instructions" and system is not None and not isinstance(system, str):
+        raise BadInput(f"instructions must be a string, got {m.json_kind(system)}")
     return PassInput(
         document=document, shape=shape, harness=harness, messages_json=messages, session_id=session_id,
         project_dir=project, model_key=model_key, context_limit=limit,
         usage=_usage((doc or {}).get("usage")) if shape == "envelope" else None,
         agent=agent, now_ms=int(now) if now is not None else int(time.time() * 1000),
         system=system, tools=tools, report=bool(options.get("--report")), dry_run=bool(options.get("--dry-run")),
+        messages_key=messages_key, system_key=system_key,
     )
 
 
@@ -219,9 +248,9 @@ def build_output(inp: PassInput, messages_out: list, system_out: Any) -> Any:
     if inp.shape == "array":
         return messages_out
     document = dict(inp.document)
-    document["messages"] = messages_out
+    document[inp.messages_key] = messages_out
     if system_out is not None:
-        document["system"] = system_out
+        document[inp.system_key] = system_out
     return document
 
 

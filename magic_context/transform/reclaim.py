@@ -34,6 +34,8 @@ def saving(site: Site) -> int:
     """Tokens a drop of this tag saves in the served request (an estimate)."""
     tag = site.tag
     if tag.kind == KIND_TOOL:
+        if site.pinned:  # the call stays (drops.mode_of): only the output goes
+            return max(0, tag.tokens - PLACEHOLDER_TOKENS)
         return tag.tokens + (tag.input_tokens if site.call is not None else 0)
     if tag.kind == KIND_TEXT and site.role == m.USER:
         return max(0, tag.tokens - PREVIEW_TOKENS)

@@ -39,7 +39,8 @@ class Site:
     """Where a tag lives in this pass's canonical messages.
 
     For text/media: `block` in message `message_index`. For tools: the call (when still present)
-    and the result blocks answering it.
+    and the result blocks answering it; `pinned` when the call sits in an atomic message (the provider
+    rejects it partially), so a drop keeps the call and only blanks the output.
     """
 
     tag: Tag
@@ -48,6 +49,7 @@ class Site:
     role: str
     call: tuple[int, m.Block] | None = None
     results: list[tuple[int, m.Block]] = Factory(list)
+    pinned: bool = False
 
     @property
     def text(self) -> str:
@@ -142,7 +144,8 @@ def assign(
                 text = "\n".join(b.text for _, b in results)
                 name = block.tool_name or (call[1].tool_name if call else None)
                 tag = get_tag(key, KIND_TOOL, message, text, name, call=call[1] if call else None)
-                sites.append(Site(tag, mi, block, message.role, call=call, results=list(results)))
+                sites.append(Site(tag, mi, block, message.role, call=call, results=list(results),
+                                  pinned=call is not None and messages[call[0]].atomic))
     return sites, new_tags, counter
 
 

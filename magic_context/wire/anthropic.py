@@ -8,6 +8,15 @@ rendered into this format (clear every `raw` first).
 
 Block keys are "p<index in the original content list>"; string content is one TEXT block "p0" whose `raw`
 is the original string (so it is written back as a string while it stays the only block).
+
+Claude Code (default models) also puts `role: "system"` messages inside `messages` (environment,
+agent types): they decode as canonical SYSTEM messages, which the transform keeps in place and never
+tags, drops or folds, and they encode back unchanged. A SYSTEM message mc renders fresh (from another
+format) still becomes a user turn: the public API accepts system text only in the top-level `system`.
+
+Derived ids and digests hash a message without its `cache_control` marks, and a lone plain text block
+as its string: clients move the marks to the newest blocks on every request and turn string content
+into a block list to carry one (Claude Code, Pi, OpenCode), which is no change of history.
 """
 
 from __future__ import annotations
@@ -18,11 +27,11 @@ from magic_context.wire.identity import IdDeriver
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Final
 
 HARNESS = m.ANTHROPIC
 
-_ROLES = {"user": m.USER, "assistant": m.ASSISTANT}
+_ROLES = {"user": m.USER, "assistant": m.ASSISTANT, "system": m.SYSTEM}
 
 
 _kind = m.json_kind
@@ -77,10 +86,27 @@ def _decode_block(raw: Any, where: str, key: str, names: dict[str, str]) -> m.Bl
     return m.Block(m.OPAQUE, key=key, raw=raw)
 
 
+def _identity(raw: dict) -> Any:
+    """What a message's derived id and digest hash (see the module doc): `raw` itself unless it needs unmarking."""
+    content = raw.get("content")
+    if not isinstance(content, list) or not content:
+        return raw
+    marked = any(isinstance(b, dict) and "cache_control" in b for b in content)
+    if not marked and len(content) != 1:
+        return raw
+    blocks = [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b for b in content] \
+        if marked else content
+    lone = blocks[0] if len(blocks) == 1 else None
+    if isinstance(lone, dict) and lone.get("type") == "text" and isinstance(lone.get("text"), str) and len(lone) == 2:
+        return {**raw, "content": lone["text"]}
+    return {**raw, "content": blocks} if marked else raw
+
+
 def decode(messages: list, *, skim: int = 0) -> list[m.Message]:
     """Canonical messages for an Anthropic `messages` array (ids derived, ordinal = index).
 
-    The first `skim` messages get only their id, digest and role (no blocks): see "Skimmed messages" in `wire.model`.
+    The first `skim` messages other than system ones get only their id, digest and role (no blocks): see
+    "Skimmed messages" in `wire.model`.
     """
     if not isinstance(messages, list):
         raise _bad("messages", f"expected an array, got {_kind(messages)}")
@@ -93,13 +119,13 @@ def decode(messages: list, *, skim: int = 0) -> list[m.Message]:
             raise _bad(where, f"expected a message object, got {_kind(raw)}")
         role = raw.get("role")
         canonical = _ROLES.get(role) if isinstance(role, str) else None
-        if i < skim and canonical is not None:
-            msg_id, digest = ids.next(raw)
+        if i < skim and canonical is not None and canonical != m.SYSTEM:
+            msg_id, digest = ids.next(_identity(raw))
             out.append(m.Message(msg_id, canonical, ordinal=i, raw=raw, digest=digest))
             continue
         if canonical is None:
             shown = repr(role[:40]) if isinstance(role, str) else _kind(role)
-            raise _bad(f"{where}.role", f"unknown role {shown} (expected user or assistant)")
+            raise _bad(f"{where}.role", f"unknown role {shown} (expected user, assistant or system)")
         content = raw.get("content")
         if isinstance(content, str):
             blocks = [m.Block(m.TEXT, text=content, original=content, key="p0", raw=content)]
@@ -107,35 +133,9 @@ def decode(messages: list, *, skim: int = 0) -> list[m.Message]:
             blocks = [_decode_block(b, f"{where}.content[{j}]", f"p{j}", names) for j, b in enumerate(content)]
         else:
             raise _bad(f"{where}.content", f"expected a string or an array of blocks, got {_kind(content)}")
-        msg_id, digest = ids.next(raw)
+        msg_id, digest = ids.next(_identity(raw))
         out.append(m.Message(id=msg_id, role=canonical, blocks=blocks, ordinal=i, raw=raw, digest=digest))
     return out
-
-
-def _joined_text(parts: list) -> str:
-    return "\n".join(p["text"] for p in parts
-                     if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
-
-
-def _write_output(block: dict, new: str) -> None:
-    """Write a changed tool output: a pure prefix goes into the first text sub-block, else replace it all.
-
-    Compares against the output the raw block holds now, so encoding the same messages twice is idempotent.
-    """
-    content = block.get("content")
-    if isinstance(content, list):
-        current = _joined_text(content)
-        if new == current:
-            return
-        if new.endswith(current):
-            prefix = new[: len(new) - len(current)]
-            for part in content:
-                if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
-                    part["text"] = prefix + part["text"]
-                    return
-            content.insert(0, {"type": "text", "text": prefix})
-            return
-    block["content"] = new
 
 
 def _write_back(block: m.Block, raw: dict) -> None:
@@ -144,8 +144,8 @@ def _write_back(block: m.Block, raw: dict) -> None:
         if block.changed:
             raw["text"] = block.text
     elif block.kind == m.TOOL_RESULT:
-        if block.changed:
-            _write_output(raw, block.text)
+        if block.changed:  # a pure prefix goes into the first text sub-block, else the output is replaced
+            m.set_text(raw, "content", block.text)
         if block.is_error != (raw.get("is_error") is True):
             raw["is_error"] = block.is_error
     elif block.kind == m.TOOL_CALL and block.input is not raw.get("input"):
@@ -287,6 +287,18 @@ def system_texts(value: Any) -> list[str]:
     return texts
 
 
+BILLING_HEADER: Final = "x-anthropic-billing-header:"
+
+
+def prompt_index(texts: list[str]) -> int:
+    """Index of the first system entry that is prompt text (len(texts) when there is none).
+
+    Claude Code opens `system` with a billing-header entry (`x-anthropic-billing-header: cc_version=…;`)
+    the API reads as metadata: guidance is never appended to it, and the system hash skips it.
+    """
+    return next((i for i, text in enumerate(texts) if not text.startswith(BILLING_HEADER)), len(texts))
+
+
 def apply_system(value: Any, texts: list[str]) -> Any:
     """`value` with its i-th text replaced by texts[i], in the same form; returns the (possibly new) value.
 
@@ -321,4 +333,5 @@ def tool_names(tools: Any) -> list[str]:
     return [t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
 
 
-__all__ = ["HARNESS", "apply_system", "decode", "encode", "system_texts", "tool_names"]
+__all__ = ["BILLING_HEADER", "HARNESS", "apply_system", "decode", "encode", "prompt_index", "system_texts",
+           "tool_names"]

@@ -23,6 +23,7 @@ from magic_context.wire.model import (
     MEDIA,
     OPAQUE,
     OPENAI,
+    OPENAI_RESPONSES,
     OPENCODE,
     PI,
     TEXT,
@@ -194,14 +195,16 @@ def validate_pairing(messages: list[Message], harness: str) -> list[str]:
                tool_use of the message just before, and tool_result blocks come before text
     openai     every call is answered by tool messages before the next non-tool message, and each tool
                result answers a call of the assistant message that run of tool messages follows
+    openai-responses  as openai: a reply's function_call items are answered by function_call_output items
+               right after it (the reply is one assistant message)
     pi         tool results follow their assistant as for openai; an unanswered call is allowed (Pi drops
                aborted/errored turns and fills missing results itself before calling the provider)
     opencode   call and result live in one part: a result must be in its call's message
     """
     if harness == ANTHROPIC:
         return _check_anthropic(messages)
-    if harness in (OPENAI, PI):
-        return _check_tool_runs(messages, require_answers=harness == OPENAI)
+    if harness in (OPENAI, OPENAI_RESPONSES, PI):
+        return _check_tool_runs(messages, require_answers=harness != PI)
     if harness == OPENCODE:
         return _check_opencode(messages)
     raise ValueError(f"unknown harness {harness!r}")

@@ -1,9 +1,9 @@
 """The canonical message model every stage of mc reads and writes (plain slotted records: hot path).
 
 A codec decodes a harness's JSON into `Conversation` / `Message` / `Block` and keeps a
-reference to the original JSON object in `raw`. Encoding edits those original objects in
-place, so fields mc does not understand survive untouched: decode then encode without any
-change yields equal JSON.
+reference to the original JSON object in `raw` (an OpenAI Responses reply: the list of its
+original items). Encoding edits those original objects in place, so fields mc does not
+understand survive untouched: decode then encode without any change yields equal JSON.
 
 Editing rules every codec honours when encoding:
 * A block whose `text` differs from `original` is written back. If the new text ends with the
@@ -51,7 +51,8 @@ OPENCODE: Final = "opencode"
 PI: Final = "pi"
 ANTHROPIC: Final = "anthropic"
 OPENAI: Final = "openai"
-HARNESSES: Final = (OPENCODE, PI, ANTHROPIC, OPENAI)
+OPENAI_RESPONSES: Final = "openai-responses"
+HARNESSES: Final = (OPENCODE, PI, ANTHROPIC, OPENAI, OPENAI_RESPONSES)
 
 # Marks for the harness's own compaction (later stages never summarize a summary).
 COMPACTION_REQUEST: Final = "request"  # OpenCode user message holding a `compaction` part
@@ -118,7 +119,11 @@ class Message:
     ordinal     position in the session's raw history (assigned by the raw store; decode sets the input index)
     compaction  None, or COMPACTION_REQUEST / COMPACTION_SUMMARY / BRANCH_SUMMARY for the harness's own compaction
     raw         the original JSON object (codec-private); None for messages mc creates
-    digest      `identity.content_hash(raw)` when known (derived ids hash the raw message anyway)
+    digest      the content hash the raw store compares (`identity.content_hash(raw)`; Anthropic hashes
+                the message without its moving cache_control marks), when the codec computed it
+    atomic      the provider rejects this message partially (an OpenAI Responses reply whose items are tied
+                to its reasoning): drops never remove one of its tool calls (the call stays, its result
+                becomes a placeholder), so the message is served whole or not at all
     """
 
     id: str
@@ -134,6 +139,7 @@ class Message:
     synthetic: bool = False
     raw: Any = None
     digest: str | None = None  # content hash of `raw`, when the codec already computed it (saves a rehash)
+    atomic: bool = False
 
     def text(self) -> str:
         """Visible text of the message (text blocks joined by newlines)."""
@@ -192,6 +198,57 @@ def joined_text(content: Any, where: str, bad: Any) -> str:
     return "\n".join(texts)
 
 
+def set_text(container: dict, field: str, new: str, *, part_type: str = "text", keep_parts: bool = False) -> None:
+    """Make `container[field]` (a string or an array of parts) read as `new`, written in place.
+
+    Compares with what the field holds now, so writing twice is idempotent. A pure prefix (a tag) goes
+    into the first `part_type` part (one is inserted when there is none). Otherwise the value becomes
+    the string; with `keep_parts` (system prompts) a pure suffix goes onto the last text part, else the
+    first text part takes the new text and the other text parts go, so cache_control and other parts stay.
+    """
+    value = container.get(field)
+    if not isinstance(value, list):
+        if value != new:
+            container[field] = new
+        return
+    texts = [p for p in value if isinstance(p, dict) and p.get("type") == part_type and isinstance(p.get("text"), str)]
+    current = "\n".join(p["text"] for p in texts)
+    if new == current:
+        return
+    if new.endswith(current):
+        if texts:
+            texts[0]["text"] = new[: len(new) - len(current)] + texts[0]["text"]
+        else:
+            value.insert(0, {"type": part_type, "text": new})
+    elif not keep_parts:
+        container[field] = new
+    elif new.startswith(current):
+        texts[-1]["text"] += new[len(current):]
+    else:
+        texts[0]["text"] = new
+        dropped = {id(p) for p in texts[1:]}
+        value[:] = [p for p in value if id(p) not in dropped]
+
+
+def set_system_texts(messages: list, found: list[tuple[int, dict]], texts: list[str], fresh: Any, *,
+                     part_type: str = "text") -> list:
+    """Set the i-th system message in `found` ((index, message) pairs of `messages`) to texts[i], in place.
+
+    Texts beyond the existing system messages are appended (blank-line separated) to the last one; with
+    none at all, `fresh(text)` is inserted at index 0. String or part content keeps its form (`set_text`).
+    """
+    if not found:
+        if texts:
+            messages.insert(0, fresh("\n\n".join(texts)))
+        return messages
+    wanted = list(texts[: len(found)])
+    if len(texts) > len(found):
+        wanted[-1] = "\n\n".join(texts[len(found) - 1:])
+    for (_, message), new in zip(found, wanted, strict=False):
+        set_text(message, "content", new, part_type=part_type, keep_parts=True)
+    return messages
+
+
 __all__ = [
     "ANTHROPIC",
     "ASSISTANT",
@@ -203,6 +260,7 @@ __all__ = [
     "MEDIA",
     "OPAQUE",
     "OPENAI",
+    "OPENAI_RESPONSES",
     "OPENCODE",
     "PI",
     "REASONING",
@@ -217,5 +275,8 @@ __all__ = [
     "Conversation",
     "Message",
     "Usage",
+    "joined_text",
     "json_kind",
+    "set_system_texts",
+    "set_text",
 ]

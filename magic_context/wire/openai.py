@@ -57,7 +57,8 @@ def _text_of(content: Any, where: str) -> str:
     return m.joined_text(content, where, _bad)
 
 
-def _data_url_type(url: Any) -> str | None:
+def data_url_type(url: Any) -> str | None:
+    """The media type a `data:` URL declares (None for anything else)."""
     if isinstance(url, str) and url.startswith("data:"):
         head = url[5:].split(",", 1)[0].split(";", 1)[0]
         return head or None
@@ -87,12 +88,12 @@ def _content_blocks(content: Any, where: str) -> list[m.Block]:
             inner = inner if isinstance(inner, dict) else {}
             meta = None
             if kind == "image_url":
-                media_type = _data_url_type(inner.get("url"))
+                media_type = data_url_type(inner.get("url"))
                 meta = {"url": inner["url"]} if isinstance(inner.get("url"), str) else None
             elif kind == "input_audio":
                 media_type = f"audio/{inner['format']}" if isinstance(inner.get("format"), str) else None
             else:
-                media_type = _data_url_type(inner.get("file_data"))
+                media_type = data_url_type(inner.get("file_data"))
             blocks.append(m.Block(m.MEDIA, media_type=media_type, meta=meta, key=key, raw=part))
         else:
             blocks.append(m.Block(m.OPAQUE, key=key, raw=part))
@@ -114,11 +115,8 @@ def _decode_call(call: Any, where: str, key: str, names: dict[str, str]) -> m.Bl
         raise _bad(f"{where}.{field}.name", f"expected a string, got {_kind(name)}")
     names[call_id] = name
     value = spec.get("arguments" if field == "function" else "input")
-    if field == "function" and isinstance(value, str):
-        try:
-            value = _loads(value)
-        except ValueError:
-            pass  # not JSON (a model's malformed call): keep the string, written back as it was
+    if field == "function":
+        value = parse_arguments(value)
     return m.Block(m.TOOL_CALL, tool_id=call_id, tool_name=name, input=value, key=key, raw=call)
 
 
@@ -188,39 +186,32 @@ def _reasoning_text(value: Any) -> str:
     return ""
 
 
-def _is_text(part: Any) -> bool:
-    return isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+def parse_arguments(value: Any) -> Any:
+    """A call's JSON-string arguments parsed; the value itself when it is not a string of valid JSON."""
+    if isinstance(value, str):
+        try:
+            return _loads(value)
+        except ValueError:
+            pass  # not JSON (a model's malformed call): keep the string, written back as it was
+    return value
 
 
-def _set_text(container: dict, new: str, *, keep_parts: bool = False) -> None:
-    """Make `container["content"]` read as `new`, comparing with what it holds now (so re-encoding is idempotent).
+def arguments_for(old: Any, value: Any) -> Any:
+    """What a call's arguments field holds for the parsed input `value`.
 
-    A pure prefix goes into the first text part. Otherwise a tool output is replaced whole by the string;
-    with `keep_parts` (system prompts) a pure suffix goes onto the last text part, else the first text part
-    takes the new text and the other text parts go, so cache_control and non-text parts stay.
+    `old` itself while it still parses to `value` (byte-equal round trips); else `value` as compact JSON
+    when `old` was a JSON string, or `value` as it is.
     """
-    content = container.get("content")
-    if not isinstance(content, list):
-        if content != new:
-            container["content"] = new
-        return
-    texts = [p for p in content if _is_text(p)]
-    current = "\n".join(p["text"] for p in texts)
-    if new == current:
-        return
-    if new.endswith(current):
-        if texts:
-            texts[0]["text"] = new[: len(new) - len(current)] + texts[0]["text"]
-        else:
-            content.insert(0, {"type": "text", "text": new})
-    elif not keep_parts:
-        container["content"] = new
-    elif new.startswith(current):
-        texts[-1]["text"] += new[len(current):]
-    else:
-        texts[0]["text"] = new
-        dropped = {id(p) for p in texts[1:]}
-        content[:] = [p for p in content if id(p) not in dropped]
+    if value is old or (isinstance(value, str) and value == old):
+        return old
+    if isinstance(old, str) and not isinstance(value, str):
+        try:
+            if _loads(old) == value:
+                return old
+        except ValueError:
+            pass
+        return _dumps(value)
+    return value
 
 
 def _encode_call(block: m.Block) -> dict:
@@ -231,24 +222,19 @@ def _encode_call(block: m.Block) -> dict:
         return call
     field = "arguments" if spec is call.get("function") else "input"
     old = spec.get(field)
-    value = block.input
-    if value is old or (isinstance(value, str) and value == old):
-        return call
-    if isinstance(old, str) and not isinstance(value, str):
-        try:
-            if _loads(old) == value:
-                return call
-        except ValueError:
-            pass
-        spec[field] = _dumps(value)
-    else:
-        spec[field] = value
+    new = arguments_for(old, block.input)
+    if new is not old:
+        spec[field] = new
     return call
 
 
+def render_arguments(value: Any) -> str:
+    """Arguments for a call rendered fresh: a string as it is, anything else as compact JSON (None as `{}`)."""
+    return value if isinstance(value, str) else _dumps({} if value is None else value)
+
+
 def _render_call(block: m.Block) -> dict:
-    value = block.input
-    arguments = value if isinstance(value, str) else _dumps({} if value is None else value)
+    arguments = render_arguments(block.input)
     return {"id": block.tool_id, "type": "function", "function": {"name": block.tool_name, "arguments": arguments}}
 
 
@@ -353,7 +339,7 @@ def _encode_message(msg: m.Message, out: list) -> None:
     if msg.role == m.TOOL:
         result = next((b for b in msg.blocks if b.kind == m.TOOL_RESULT), None)
         if result is not None and (result.changed or result.raw is not raw):
-            _set_text(raw, result.text)
+            m.set_text(raw, "content", result.text)  # a pure prefix into the first text part, else replaced
             if result.raw is not raw and result.tool_id is not None:
                 raw["tool_call_id"] = result.tool_id
         out.append(raw)
@@ -397,17 +383,11 @@ def apply_system(messages: Any, texts: list[str]) -> list:
     Texts beyond the existing system messages are appended (blank-line separated) to the last one; with no
     system message at all, one is inserted at index 0. Call it on `encode`'s output.
     """
-    found = _system_messages(messages)
-    if not found:
-        if texts:
-            messages.insert(0, {"role": "system", "content": "\n\n".join(texts)})
-        return messages
-    wanted = list(texts[: len(found)])
-    if len(texts) > len(found):
-        wanted[-1] = "\n\n".join(texts[len(found) - 1:])
-    for (_, msg), new in zip(found, wanted, strict=False):
-        _set_text(msg, new, keep_parts=True)
-    return messages
+    return m.set_system_texts(messages, _system_messages(messages), texts, _system_message)
+
+
+def _system_message(text: str) -> dict:
+    return {"role": "system", "content": text}
 
 
 def tool_names(tools: Any) -> list[str]:
@@ -424,4 +404,5 @@ def tool_names(tools: Any) -> list[str]:
     return names
 
 
-__all__ = ["HARNESS", "apply_system", "decode", "encode", "system_texts", "tool_names"]
+__all__ = ["HARNESS", "apply_system", "arguments_for", "data_url_type", "decode", "encode", "parse_arguments",
+           "render_arguments", "system_texts", "tool_names"]

@@ -1,0 +1,397 @@
+"""OpenAI Responses codec: captured Codex bodies, replies, round trips, edits, fresh rendering, bad shapes."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import orjson
+import pytest
+from captured_requests import REQUESTS, bodies
+from conftest import SESSIONS
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from magic_context.errors import BadInput
+from magic_context.wire import arcs, responses
+from magic_context.wire import model as m
+from magic_context.wire.importers import load_session
+
+
+def roundtrip(items: list) -> list:
+    return responses.encode(responses.decode(items))
+
+
+def sample() -> list:
+    """Every item kind the codec knows, plus kinds it only carries."""
+    return [
+        {"type": "message", "id": "msg_dev", "role": "developer",
+         "content": [{"type": "input_text", "text": "You are Codex."}]},
+        {"role": "system", "content": "Be brief."},
+        {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "look at this"},
+            {"type": "input_image", "image_url": "data:image/png;base64,AAA", "detail": "auto"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Plan it."}],
+         "encrypted_content": "gAAAA-opaque=="},
+        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": "Reading.", "annotations": []}]},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "exec_command",
+         "arguments": "{\"cmd\": \"ls\"}", "status": "completed"},
+        {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_2", "name": "apply_patch",
+         "input": "*** Begin Patch\n*** End Patch"},
+        {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "x"}},
+        {"type": "function_call_output", "call_id": "call_1", "output": "a.py\nb.py\n"},
+        {"type": "custom_tool_call_output", "call_id": "call_2", "output": [
+            {"type": "input_text", "text": "Done!"}, {"type": "input_image", "image_url": "https://x/y.png"}]},
+        {"type": "computer_call_output", "call_id": "cu_1", "output": {"type": "computer_screenshot"}},
+        {"type": "message", "role": "assistant", "content": [{"type": "refusal", "refusal": "No."}]},
+        {"type": "compaction", "id": "cmp_1", "encrypted_content": "zzz"},
+        {"type": "item_reference", "id": "msg_old"},
+        {"role": "user", "content": "thanks"},
+    ]
+
+
+# ---------------------------------------------------------------- captured Codex bodies
+
+
+@pytest.mark.parametrize("path", bodies("codex"), ids=lambda p: p.name)
+def test_codex_body_round_trips_byte_identically(path: Path) -> None:
+    data = path.read_bytes()
+    body = orjson.loads(data)
+    msgs = responses.decode(body["input"])
+    assert [x.role for x in msgs[:4]] == [m.SYSTEM, m.SYSTEM, m.USER, m.USER]
+    assert "<environment_context>" in msgs[2].text() and "PROBE" in msgs[3].text()
+    body["input"] = responses.encode(msgs)
+    assert orjson.dumps(body) == data
+
+
+def test_codex_tool_turn_decodes_as_a_reply_and_its_output() -> None:
+    body = orjson.loads((REQUESTS / "codex-0.171.0-2.json").read_bytes())
+    msgs = responses.decode(body["input"])
+    reply, output = msgs[4], msgs[5]
+    assert reply.role == m.ASSISTANT and isinstance(reply.raw, list) and not reply.atomic
+    call = reply.blocks[0]
+    assert (call.kind, call.tool_id, call.tool_name, call.input) == (m.TOOL_CALL, "call_fake1", "exec_command",
+                                                                       {"cmd": "echo hi-from-tool"})
+    result = output.blocks[0]
+    assert output.role == m.TOOL and result.kind == m.TOOL_RESULT and result.tool_name == "exec_command"
+    assert result.text.endswith("hi-from-tool\n")
+    assert arcs.validate_pairing(msgs, m.OPENAI_RESPONSES) == []
+    assert responses.tool_names(body["tools"])[:2] == ["exec_command", "write_stdin"]
+    assert "multi_agent_v1__spawn_agent" in responses.tool_names(body["tools"])
+
+
+# ---------------------------------------------------------------- decode
+
+
+def test_decode_maps_items() -> None:
+    msgs = responses.decode(sample())
+    assert [x.role for x in msgs] == [m.SYSTEM, m.SYSTEM, m.USER, m.ASSISTANT, m.TOOL, m.TOOL, m.TOOL, m.ASSISTANT,
+                                      m.USER, m.USER, m.USER]
+    assert [x.ordinal for x in msgs] == list(range(11))
+    reply = msgs[3]
+    assert reply.atomic and [x["type"] for x in reply.raw] == ["reasoning", "message", "function_call",
+                                                                "custom_tool_call", "web_search_call"]
+    think, text, call, custom, search = reply.blocks
+    assert think.kind == m.REASONING and think.text == "Plan it."
+    assert think.meta["encrypted_content"] == "gAAAA-opaque=="
+    assert (text.kind, text.text, text.key) == (m.TEXT, "Reading.", "i1.0")
+    assert call.input == {"cmd": "ls"} and call.key == "i2" and call.meta is None
+    assert (custom.input, custom.meta) == ("*** Begin Patch\n*** End Patch", {"type": "custom_tool_call"})
+    assert search.kind == m.OPAQUE and search.raw is reply.raw[4]
+    image = msgs[2].blocks[1]
+    assert (image.kind, image.media_type, image.meta) == (m.MEDIA, "image/png", {"url": "data:image/png;base64,AAA"})
+    assert msgs[1].blocks[0].key == "i0.c" and msgs[1].blocks[0].raw == "Be brief."
+    out1, out2, other = msgs[4].blocks[0], msgs[5].blocks[0], msgs[6].blocks[0]
+    assert (out1.kind, out1.tool_id, out1.tool_name) == (m.TOOL_RESULT, "call_1", "exec_command")
+    assert out1.text == "a.py\nb.py\n"
+    assert (out2.text, out2.tool_name, out2.meta) == ("Done!", "apply_patch", {"type": "custom_tool_call_output"})
+    assert other.kind == m.OPAQUE
+    assert msgs[7].blocks[0].kind == m.OPAQUE and not msgs[7].atomic  # a refusal is carried, not edited
+    assert msgs[8].compaction == m.COMPACTION_SUMMARY and msgs[9].compaction is None
+    assert arcs.validate_pairing(msgs, m.OPENAI_RESPONSES) == []
+
+
+def test_ids_are_derived_stable_and_tell_repeats_apart() -> None:
+    items = [{"role": "user", "content": "ok"}, {"type": "message", "role": "assistant", "content": "ok"},
+             {"role": "user", "content": "ok"}]
+    ids = [x.id for x in responses.decode(items)]
+    assert len(set(ids)) == 3 and ids == [x.id for x in responses.decode(copy.deepcopy(items))]
+
+
+def test_stored_replies_decode_as_one_message_each() -> None:
+    """The raw store hands a reply back as its list of items: one element, one message, never merged."""
+    msgs = responses.decode(sample())
+    stored = [x.raw for x in msgs]
+    again = responses.decode(orjson.loads(orjson.dumps(stored)))
+    assert [(x.id, x.role, x.atomic) for x in again] == [(x.id, x.role, x.atomic) for x in msgs]
+    two_replies = [[{"type": "function_call", "call_id": "a", "name": "n", "arguments": "{}"}],
+                   [{"type": "function_call", "call_id": "b", "name": "n", "arguments": "{}"}]]
+    assert len(responses.decode(two_replies)) == 2
+
+
+def test_skim_keeps_ids_roles_and_decodes_system_and_compaction_whole() -> None:
+    items = sample()
+    whole = responses.decode(copy.deepcopy(items))
+    part = responses.decode(copy.deepcopy(items), skim=len(whole))
+    assert [(x.id, x.role, x.digest, x.atomic) for x in part] == [(x.id, x.role, x.digest, x.atomic) for x in whole]
+    assert [bool(x.blocks) for x in part] == [x.role == m.SYSTEM or x.compaction is not None for x in whole]
+
+
+@pytest.mark.parametrize(("items", "where"), [
+    ({"type": "message"}, "input: expected an array"),
+    (["text"], "input[0]: expected an item object"),
+    ([{"content": "no role, no type"}], "input[0].type"),
+    ([{"type": "message", "role": "critic", "content": "x"}], "input[0].role: unknown role 'critic'"),
+    ([{"role": "user", "content": 5}], "input[0].content"),
+    ([{"role": "user", "content": ["x"]}], "input[0].content[0]"),
+    ([{"role": "user", "content": [{"type": "input_text", "text": None}]}], "input[0].content[0].text"),
+    ([{"type": "function_call", "name": "n", "arguments": "{}"}], "input[0].call_id"),
+    ([{"type": "function_call", "call_id": "c", "arguments": "{}"}], "input[0].name"),
+    ([{"type": "function_call_output", "call_id": "c", "output": 3}], "input[0].output"),
+    ([{"type": "function_call_output", "call_id": "c", "output": [{"type": "input_text", "text": 1}]}],
+     "input[0].output[0].text"),
+    ([{"type": "function_call_output", "output": "x"}], "input[0].call_id"),
+    ([[{"type": "function_call", "call_id": "c", "name": "n"}, "junk"]], "input[0][1]"),
+])
+def test_bad_shapes_raise_with_location(items: object, where: str) -> None:
+    with pytest.raises(BadInput) as err:
+        responses.decode(items)  # type: ignore[arg-type]
+    line = err.value.one_line()
+    assert line.startswith("openai-responses ") and where in line and "\n" not in line
+
+
+# ---------------------------------------------------------------- round trips
+
+_text = st.text(max_size=10)
+_json = st.recursive(st.none() | st.booleans() | st.integers(-1000, 1000) | _text,
+                     lambda c: st.lists(c, max_size=3) | st.dictionaries(_text, c, max_size=3), max_leaves=5)
+_call_ids = st.sampled_from(["call_a", "call_b", "call_c"])
+_extra = {"id": _text, "status": st.just("completed")}
+_in_part = st.one_of(
+    st.fixed_dictionaries({"type": st.just("input_text"), "text": _text}),
+    st.fixed_dictionaries({"type": st.just("input_image"), "image_url": _text}, optional={"detail": st.just("low")}),
+    st.fixed_dictionaries({"type": st.just("input_file"), "file_data": _text, "filename": _text}),
+)
+_out_part = st.one_of(st.fixed_dictionaries({"type": st.just("output_text"), "text": _text},
+                                            optional={"annotations": st.just([])}),
+                      st.fixed_dictionaries({"type": st.just("refusal"), "refusal": _text}))
+_items = st.one_of(
+    st.fixed_dictionaries({"type": st.just("message"), "role": st.sampled_from(["user", "developer", "system"]),
+                           "content": _text | st.lists(_in_part, max_size=3)}, optional=_extra),
+    st.fixed_dictionaries({"role": st.just("user"), "content": _text}),
+    st.fixed_dictionaries({"type": st.just("message"), "role": st.just("assistant"),
+                           "content": _text | st.lists(_out_part, max_size=3)}, optional=_extra),
+    st.fixed_dictionaries({"type": st.just("reasoning"), "summary": st.lists(st.fixed_dictionaries(
+        {"type": st.just("summary_text"), "text": _text}), max_size=2)},
+        optional={"encrypted_content": _text, "id": _text}),
+    st.fixed_dictionaries({"type": st.just("function_call"), "call_id": _call_ids, "name": st.just("exec"),
+                           "arguments": st.sampled_from(["{\"cmd\": \"ls\"}", "{}", "not json", "[1, 2]"])},
+                          optional=_extra),
+    st.fixed_dictionaries({"type": st.just("custom_tool_call"), "call_id": _call_ids, "name": st.just("apply_patch"),
+                           "input": _text}),
+    st.fixed_dictionaries({"type": st.sampled_from(["function_call_output", "custom_tool_call_output"]),
+                           "call_id": _call_ids, "output": _text | st.lists(_in_part, max_size=3)}, optional=_extra),
+    st.fixed_dictionaries({"type": st.sampled_from(["web_search_call", "local_shell_call_output", "mystery"]),
+                           "payload": _json}),
+)
+_settings = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_settings
+@given(st.lists(_items, max_size=8))
+def test_roundtrip_is_identity(items: list) -> None:
+    expected = orjson.dumps(items)
+    assert orjson.dumps(roundtrip(copy.deepcopy(items))) == expected
+    stored = [x.raw for x in responses.decode(copy.deepcopy(items))]  # the raw store's form decodes too
+    assert orjson.dumps(responses.encode(responses.decode(stored))) == expected
+
+
+@_settings
+@given(st.lists(_items, max_size=8), st.sampled_from(["§7§ ", "", "x"]))
+def test_edits_read_back_and_encoding_twice_is_stable(items: list, prefix: str) -> None:
+    msgs = responses.decode(items)
+    wanted = []
+    for msg in msgs:
+        for j, block in enumerate(msg.blocks):
+            if block.kind in (m.TEXT, m.TOOL_RESULT):
+                block.text = prefix + block.text if j % 2 == 0 else "[dropped §3§]"
+            wanted.append((block.kind, block.text))
+    once = orjson.dumps(responses.encode(msgs))
+    assert orjson.dumps(responses.encode(msgs)) == once
+    again = responses.decode(orjson.loads(once))
+    assert [(b.kind, b.text) for x in again for b in x.blocks] == wanted
+
+
+@pytest.mark.parametrize("path", sorted(p for p in SESSIONS.rglob("*") if p.suffix in (".json", ".jsonl")),
+                         ids=lambda p: p.name)
+def test_recorded_sessions_render_valid_responses(path: Path) -> None:
+    """Every recorded session rendered fresh as Responses items pairs every call with its output (as far as the
+    recording does: Pi's aborted turns leave calls unanswered, which Pi itself fills in before sending)."""
+    from magic_context.transform.protocol import CODECS
+
+    session = load_session(path)
+    decoded = CODECS[session.harness].decode(orjson.loads(orjson.dumps(session.messages)))
+    source_problems = arcs.validate_pairing(decoded, m.OPENAI if session.harness == m.PI else session.harness)
+    for msg in decoded:
+        msg.raw = None
+        for block in msg.blocks:
+            block.raw = None
+    items = orjson.loads(orjson.dumps(responses.encode(decoded)))
+    assert items
+    rendered = responses.decode(items)
+    assert len(arcs.validate_pairing(rendered, m.OPENAI_RESPONSES)) <= len(source_problems)
+    assert all(item.get("type") != "reasoning" for item in items)  # no other provider's reasoning is replayable
+
+
+# ---------------------------------------------------------------- edits
+
+
+def test_prefix_text_and_outputs_in_place() -> None:
+    items = sample()
+    msgs = responses.decode(items)
+    msgs[2].blocks[0].text = "§1§ look at this"
+    msgs[3].blocks[1].text = "§2§ Reading."
+    msgs[4].blocks[0].text = "§3§ a.py\nb.py\n"
+    msgs[5].blocks[0].text = "§4§ Done!"
+    msgs[10].blocks[0].text = "§5§ thanks"
+    out = responses.encode(msgs)
+    assert out[2]["content"][0] == {"type": "input_text", "text": "§1§ look at this"}
+    assert out[4]["content"][0] == {"type": "output_text", "text": "§2§ Reading.", "annotations": []}
+    assert out[8]["output"] == "§3§ a.py\nb.py\n"
+    assert out[9]["output"][0] == {"type": "input_text", "text": "§4§ Done!"} and len(out[9]["output"]) == 2
+    assert out[14] == {"role": "user", "content": "§5§ thanks"}
+    assert out[3] == sample()[3]  # reasoning untouched
+
+
+def test_replaced_output_becomes_a_string_and_placeholders_replace_media() -> None:
+    msgs = responses.decode(sample())
+    msgs[5].blocks[0].text = "[dropped §4§]"
+    image = msgs[2].blocks[1]
+    msgs[2].blocks[1] = m.Block(m.TEXT, text="[dropped §9§]", key=f"{image.key}:dropped", synthetic=True)
+    out = responses.encode(msgs)
+    assert out[9]["output"] == "[dropped §4§]"
+    assert out[2]["content"] == [{"type": "input_text", "text": "look at this"},
+                                 {"type": "input_text", "text": "[dropped §9§]"}]
+
+
+def test_reasoning_is_never_edited() -> None:
+    msgs = responses.decode(sample())
+    msgs[3].blocks[0].text = "rewritten"
+    assert responses.encode(msgs)[3] == sample()[3]
+
+
+def test_edit_marker_input_is_written_as_json() -> None:
+    msgs = responses.decode(sample())
+    msgs[3].blocks[2].input = {"dropped": "[dropped §2§]"}
+    msgs[3].blocks[3].input = {"dropped": "[dropped §3§]"}
+    out = responses.encode(msgs)
+    assert out[5]["arguments"] == "{\"dropped\":\"[dropped §2§]\"}"
+    assert out[6]["input"] == "{\"dropped\":\"[dropped §3§]\"}"
+
+
+def _reply_turn(with_reasoning: bool) -> list:
+    head = [{"type": "reasoning", "id": "rs_9", "summary": [], "encrypted_content": "enc"}] if with_reasoning else []
+    return [{"role": "user", "content": "go"}, *head,
+            {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"},
+            {"type": "function_call", "call_id": "c2", "name": "read", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "one"},
+            {"type": "function_call_output", "call_id": "c2", "output": "two"}]
+
+
+def test_removing_one_arc_of_a_plain_reply() -> None:
+    msgs = responses.decode(_reply_turn(with_reasoning=False))
+    arcs.remove_arcs(msgs, ["c1"])
+    assert [x.get("call_id") for x in responses.encode(msgs)] == [None, "c2", "c2"]
+    assert arcs.validate_pairing(msgs, m.OPENAI_RESPONSES) == []
+
+
+def test_reasoning_goes_with_the_last_of_its_reply() -> None:
+    msgs = responses.decode(_reply_turn(with_reasoning=True))
+    assert msgs[1].atomic
+    arcs.remove_arcs(msgs, ["c1", "c2"])
+    assert responses.encode(msgs) == [{"role": "user", "content": "go"}]
+    kept = responses.decode(_reply_turn(with_reasoning=True))
+    kept[1].blocks = [b for b in kept[1].blocks if b.kind != m.TOOL_CALL]  # even if a caller leaves it alone
+    kept[2:] = []
+    assert responses.encode(kept) == [{"role": "user", "content": "go"}]
+
+
+def test_an_output_whose_call_was_removed_goes_too() -> None:
+    msgs = responses.decode(_reply_turn(with_reasoning=False))
+    msgs[2].blocks = []  # the result block went with its call; the message itself was not dropped
+    assert [x.get("call_id") for x in responses.encode(msgs)] == [None, "c1", "c2", "c2"]
+
+
+# ---------------------------------------------------------------- fresh rendering
+
+
+def test_render_canonical_messages_fresh() -> None:
+    msgs = [
+        m.Message("s", m.SYSTEM, [m.Block(m.TEXT, text="sys")]),
+        m.Message("u", m.USER, [m.Block(m.TEXT, text="hi"),
+                                m.Block(m.MEDIA, media_type="image/png", meta={"data": "AAA"})]),
+        m.Message("a", m.ASSISTANT, [
+            m.Block(m.REASONING, text="t", meta={"encrypted_content": "enc", "summary": [
+                {"type": "summary_text", "text": "t"}]}),
+            m.Block(m.REASONING, text="other", meta={"signature": "anthropic-only"}),
+            m.Block(m.TEXT, text="a"), m.Block(m.TEXT, text="b"),
+            m.Block(m.TOOL_CALL, tool_id="c1", tool_name="read", input={"p": 1}),
+            m.Block(m.TOOL_CALL, tool_id="c2", tool_name="apply_patch", input="patch",
+                    meta={"type": "custom_tool_call"}),
+            m.Block(m.TOOL_RESULT, text="r1", tool_id="c1")]),  # OpenCode keeps a result beside its call
+        m.Message("t", m.TOOL, [m.Block(m.TOOL_RESULT, text="r2", tool_id="c2",
+                                        meta={"type": "custom_tool_call_output"})]),
+    ]
+    out = responses.encode(msgs)
+    assert out == [
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "sys"}]},
+        {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "hi"},
+            {"type": "input_image", "image_url": "data:image/png;base64,AAA", "detail": "auto"}]},
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "t"}], "encrypted_content": "enc"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"},
+                                                             {"type": "output_text", "text": "b"}]},
+        {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{\"p\":1}"},
+        {"type": "custom_tool_call", "call_id": "c2", "name": "apply_patch", "input": "patch"},
+        {"type": "function_call_output", "call_id": "c1", "output": "r1"},
+        {"type": "custom_tool_call_output", "call_id": "c2", "output": "r2"},
+    ]
+    again = responses.decode(copy.deepcopy(out))
+    assert arcs.validate_pairing(again, m.OPENAI_RESPONSES) == []
+    assert responses.encode(again) == out
+
+
+def test_render_anthropic_style_user_turn_of_results() -> None:
+    msgs = [m.Message("a", m.ASSISTANT, [m.Block(m.TOOL_CALL, tool_id="t1", tool_name="bash", input={})]),
+            m.Message("u", m.USER, [m.Block(m.TOOL_RESULT, text="ok", tool_id="t1"), m.Block(m.TEXT, text="next")])]
+    assert responses.encode(msgs) == [
+        {"type": "function_call", "call_id": "t1", "name": "bash", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "t1", "output": "ok"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "next"}]}]
+
+
+# ---------------------------------------------------------------- system, tools
+
+
+def test_system_texts_and_apply_system() -> None:
+    items = sample()
+    assert responses.system_texts(items) == ["You are Codex.", "Be brief."]
+    responses.apply_system(items, ["You are Codex.\n\nGUIDE", "Be brief."])
+    assert items[0]["content"] == [{"type": "input_text", "text": "You are Codex.\n\nGUIDE"}]
+    assert items[1]["content"] == "Be brief."
+    responses.apply_system(items, ["You are Codex.\n\nGUIDE", "Be brief.", "more"])
+    assert items[1]["content"] == "Be brief.\n\nmore"
+    bare: list = [{"role": "user", "content": "hi"}]
+    responses.apply_system(bare, ["guide"])
+    assert bare[0] == {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "guide"}]}
+    with pytest.raises(BadInput, match=r"input\[0\].content"):
+        responses.system_texts([{"role": "developer", "content": 3}])
+
+
+def test_tool_names() -> None:
+    tools = [{"type": "function", "name": "exec_command"}, {"type": "web_search"}, "junk",
+             {"type": "namespace", "name": "mcp__magic-context", "tools": [{"type": "function", "name": "ctx_reduce"}]},
+             {"type": "custom", "name": "apply_patch"}]
+    assert responses.tool_names(tools) == ["exec_command", "mcp__magic-context__ctx_reduce", "apply_patch"]
+    assert responses.tool_names(None) == []
