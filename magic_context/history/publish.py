@@ -1,8 +1,9 @@
 """Publish one validated historian answer in a single transaction (reference §4.3 "Publishing").
 
 Writes compartments (p1–p4, importance, episode_type, ordinals, boundary message ids, times), their
-events, facts promoted to project memories with exact de-duplication on (project, category,
-normalized hash) — a repeat bumps `seen_count` — and `session_state.historian_last_publish`.
+events, facts promoted to project memories through `memory.engine.promote_facts` (exact
+de-duplication on (project, category, normalized hash) — a repeat bumps `seen_count` — and the
+historian TTLs), and `session_state.historian_last_publish`.
 
 It queues NO drops: the transform removes raw messages at or below the last compartment's end on its
 next cache-busting pass (the fold watermark), so a publish never forces a bust. The publish is
@@ -12,9 +13,7 @@ since the chunk was read. Stdlib only.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from magic_context.errors import MCError
+from magic_context.memory import engine, model
 from magic_context.store.db import classify
 
 if TYPE_CHECKING:
@@ -30,9 +30,7 @@ if TYPE_CHECKING:
 
 LAST_PUBLISH_KEY = "historian_last_publish"
 DEFAULT_IMPORTANCE = 50
-FACT_SOURCE = "historian"
 _SAVEPOINT = "mc_historian"
-_TRAILING = re.compile(r"[\s.!;:,]+$")
 
 
 class StalePublish(MCError):
@@ -52,14 +50,13 @@ class PublishResult:
 
 
 def normalize_fact(text: str) -> str:
-    """The form facts are de-duplicated on: lower case, single spaces, no trailing punctuation or bullet."""
-    text = " ".join(text.split()).lower().lstrip("*-• ").strip()
-    return _TRAILING.sub("", text)
+    """The form facts are de-duplicated on (`memory.model.normalize`)."""
+    return model.normalize(text)
 
 
 def fact_hash(text: str) -> str:
-    """`memories.normalized_hash` of a fact: sha256 of `normalize_fact`, hex, first 32 digits."""
-    return hashlib.sha256(normalize_fact(text).encode("utf-8")).hexdigest()[:32]
+    """`memories.normalized_hash` of a fact (`memory.model.content_hash`)."""
+    return model.content_hash(text)
 
 
 @contextmanager
@@ -94,31 +91,6 @@ def set_state(conn: sqlite3.Connection, session_pk: int, key: str, value: object
         "INSERT INTO session_state (session_pk, key, value, updated_at) VALUES (?, ?, ?, ?) "
         "ON CONFLICT(session_pk, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
         (session_pk, key, json.dumps(value, ensure_ascii=False, separators=(",", ":")), now_ms))
-
-
-def _promote(conn: sqlite3.Connection, project_id: str, session_id: str, facts: tuple, now_ms: int,
-             ) -> tuple[int, int]:
-    new = seen = 0
-    for fact in facts:
-        content = " ".join(fact.content.split())
-        if not content:
-            continue
-        digest = fact_hash(content)
-        row = conn.execute("SELECT id FROM memories WHERE project_id = ? AND category = ? AND normalized_hash = ?",
-                           (project_id, fact.category, digest)).fetchone()
-        if row is not None:
-            conn.execute("UPDATE memories SET seen_count = seen_count + 1, last_seen_at = ?, updated_at = ? "
-                         "WHERE id = ?", (now_ms, now_ms, row[0]))
-            seen += 1
-            continue
-        conn.execute(
-            "INSERT INTO memories (project_id, category, content, normalized_hash, status, importance, "
-            "source_session, source_type, created_at, updated_at, last_seen_at) "
-            "VALUES (?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?)",
-            (project_id, fact.category, content, digest, DEFAULT_IMPORTANCE, session_id, FACT_SOURCE,
-             now_ms, now_ms, now_ms))
-        new += 1
-    return new, seen
 
 
 def publish(conn: sqlite3.Connection, session_pk: int, validated: ValidatedOutput, chunk: Chunk, *,
@@ -159,7 +131,8 @@ def publish(conn: sqlite3.Connection, session_pk: int, validated: ValidatedOutpu
                 events += 1
             new = seen = 0
             if promote_facts and validated.promote_unanchored and project_id:
-                new, seen = _promote(conn, project_id, session_id or str(session_pk), validated.facts, now_ms)
+                new, seen = engine.promote_facts(conn, project_id, session_id or str(session_pk),
+                                                 [(f.category, f.content) for f in validated.facts], now_ms)
             result = PublishResult(first_sequence, sequence, len(comps), comps[0].start, comps[-1].end,
                                    new, seen, events)
             set_state(conn, session_pk, LAST_PUBLISH_KEY, {
