@@ -379,15 +379,17 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
             memory_budget=int(hot["memory.injection_budget_tokens"]), temporal=bool(hot["temporal_awareness"]),
             include_history=compaction and primary, include_memory=bool(hot["memory.enabled"]),
             include_docs=bool(hot["dreamer.inject_docs"]),
-            estimate=history_render.estimate_tokens)
+            estimate=history_render.estimate_tokens, now_ms=inp.now_ms)
         if not hard:
-            m1_text = head.render_m1(conn, ctx, m0_meta)
+            m1_text, visible_memories = head.render_m1(conn, ctx, m0_meta)
             if head.m1_too_large(m1_text, ctx):
                 hard, hard_reasons = True, ["m[1] pressure backstop"]
         if hard:
             m0_text, watermarks = head.render_m0(conn, ctx)
             m1_text = history_render.M1_PLACEHOLDER
+            visible_memories = list(watermarks.get("memory_ids", []))
             m0_meta = {**watermarks, "model_key": model_key, "system_hash": system_hash, "materialized_at": inp.now_ms}
+        state.set(head.VISIBLE_MEMORY_KEY, visible_memories)  # saved with the pass (never on a read-only one)
     if with_head and m0_text is not None and m1_text is not None:
         lead = 0
         while lead < len(kept) and kept[lead].role == m.SYSTEM:
