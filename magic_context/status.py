@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from typing import Any
 
 from magic_context import paths
 from magic_context.errors import NotFound
+from magic_context.store import memories as memory_store
+from magic_context.store import notes as note_store
 from magic_context.store import responses
 from magic_context.tools.reduce import find_session
 
@@ -57,8 +60,9 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
     rows = conn.execute("SELECT sequence, start_ordinal, end_ordinal, title, importance FROM compartments "
                         "WHERE session_pk = ? ORDER BY sequence", (session_pk,))
     compartments = [dict(zip(("sequence", "start", "end", "title", "importance"), r, strict=True)) for r in rows]
-    memories = conn.execute("SELECT count(*) FROM memories WHERE project_id = ? AND status IN ('active','permanent')",
-                            (project_id,)).fetchone()[0]
+    memory_counts = memory_store.counts(conn, project_id, int(time.time() * 1000)) if project_id else {}
+    memories = memory_counts.get("active", 0) + memory_counts.get("permanent", 0)
+    notes = note_store.counts(conn, session_pk, project_id)
     raw_count = conn.execute("SELECT count(*) FROM raw_messages WHERE session_pk = ? AND superseded_at IS NULL",
                              (session_pk,)).fetchone()[0]
     reports = [json.loads(r[0]) for r in conn.execute(
@@ -90,6 +94,8 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
         "raw_messages": raw_count,
         "compartments": compartments,
         "memories": memories,
+        "memory": memory_counts,
+        "notes": notes,
         "historian": {"state": json.loads(state["historian"]) if state.get("historian") else "idle",
                       "last_failure": json.loads(state["historian_failure"]) if state.get("historian_failure")
                       else None},

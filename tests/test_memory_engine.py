@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from magic_context.errors import BadInput, NotFound
 from magic_context.memory import engine, model, transfer
@@ -114,6 +117,7 @@ def test_a_repeat_of_an_archived_fact_only_bumps_counters(conn) -> None:
     engine.promote_facts(conn, P, "s", [("NAMING", "Use snake_case")], NOW + 1)
     row = store.get(conn, mid)
     assert row["status"] == "archived" and row["seen_count"] == 2
+    assert "It is archived" in engine.add(conn, P, "use snake_case", "NAMING", now_ms=NOW).message()
     assert json.loads(row["metadata_json"]) == {"archive_reason": "wrong"}
 
 
@@ -282,3 +286,29 @@ def test_retrieval_counters(conn) -> None:
     assert engine.record_retrieval(conn, [a, a, 999], now_ms=NOW + 7) == 1
     row = store.get(conn, a)
     assert (row["retrieval_count"], row["last_retrieved_at"]) == (1, NOW + 7)
+
+
+_EXAMPLES = itertools.count()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(model.CATEGORIES), st.text(min_size=1, max_size=80),
+                          st.sampled_from(model.STATUSES), st.integers(1, 100)), max_size=12))
+def test_export_import_round_trip_property(conn, items) -> None:
+    project = f"git:example-{next(_EXAMPLES)}"  # the database outlives hypothesis's examples
+    for category, content, status, importance in items:
+        if not content.strip():
+            continue
+        mid = engine.add(conn, project, content, category, importance=importance, now_ms=NOW).memory["id"]
+        if status == "archived" and store.get(conn, mid)["status"] == "active":
+            engine.archive(conn, [mid], now_ms=NOW)
+        elif status == "permanent":
+            engine.edit(conn, mid, permanent=True, now_ms=NOW)
+    exported = list(transfer.export_lines(conn, project))
+    target = project + ":copy"
+    result = transfer.import_lines(conn, target, exported, now_ms=NOW)
+    assert result.imported == len(exported)
+    copied = [json.loads(line) for line in transfer.export_lines(conn, target)]
+    strip = ("id", "project_id", "superseded_by", "merged_from")
+    assert [{k: v for k, v in c.items() if k not in strip} for c in copied] == \
+        [{k: v for k, v in json.loads(line).items() if k not in strip} for line in exported]

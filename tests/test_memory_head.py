@@ -55,7 +55,10 @@ def _visible(conn: sqlite3.Connection) -> list[int]:
 
 
 def test_state_key_matches_the_store() -> None:
+    from magic_context import memory
+
     assert head.VISIBLE_MEMORY_KEY == store.VISIBLE_STATE_KEY
+    assert memory.visible_ids is store.visible_ids  # the seam the search engine calls
 
 
 def test_memories_in_m0_then_updates_in_m1_and_m0_stays_until_a_fold(setup) -> None:
@@ -144,3 +147,67 @@ def test_memory_disabled_renders_nothing(setup) -> None:
     engine.add(conn, pid, "hidden", "NAMING", now_ms=NOW)
     m0, _ = heads(serve(proj, chat(1), NOW)[0])
     assert "hidden" not in m0 and _visible(conn) == []
+
+
+def test_status_counts_memories_and_notes(setup) -> None:
+    from magic_context import status
+    from magic_context.memory import notes
+
+    proj, pid, conn = setup
+    keep = engine.add(conn, pid, "kept", "NAMING", permanent=True, now_ms=NOW).memory["id"]
+    gone = engine.add(conn, pid, "gone", "NAMING", now_ms=NOW).memory["id"]
+    engine.add(conn, pid, "live", "NAMING", now_ms=NOW)
+    engine.archive(conn, [gone], now_ms=NOW)
+    serve(proj, chat(1), NOW)
+    pk = find_session(conn, "ses_mem")
+    notes.add(conn, "look again", project_id=pid, session_pk=pk, now_ms=NOW)
+    notes.add(conn, "later", project_id=pid, scope=notes.PROJECT, surface_condition="when v2 ships", now_ms=NOW)
+    data = status.status(conn, session_id="ses_mem")
+    assert data["memories"] == 2 and keep
+    assert {k: data["memory"][k] for k in ("active", "permanent", "archived", "expired")} == \
+        {"active": 1, "permanent": 1, "archived": 1, "expired": 0}
+    assert (data["notes"]["active"], data["notes"]["pending"]) == (1, 1)
+
+
+def test_notes_nudge_after_a_publish_on_the_next_new_user_message(setup) -> None:
+    from magic_context.history import publish
+    from magic_context.memory import notes
+    from magic_context.transform import note_nudge
+
+    assert publish.NOTE_TRIGGER_KEY == note_nudge.TRIGGER_KEY
+    proj, pid, conn = setup
+    conv = [*chat(1), {"role": "user", "content": "next"}]
+    serve(proj, conv, NOW)
+    pk = find_session(conn, "ses_mem")
+    notes.add(conn, "recheck the proxy test", project_id=pid, session_pk=pk, now_ms=NOW)
+    notes.add(conn, "ship it", project_id=pid, scope=notes.PROJECT, surface_condition="when CI is green",
+              now_ms=NOW)
+    conn.execute("BEGIN")
+    publish.set_state(conn, pk, publish.NOTE_TRIGGER_KEY, NOW + 1, NOW + 1)  # what a historian publish does
+    conn.execute("COMMIT")
+    nudge = notes.nudge_text(1, 0)
+
+    def last_text(served: bytes) -> str:
+        return orjson.loads(served)[-1]["content"]
+
+    first, _ = serve(proj, conv, NOW + MINUTE)  # the trigger is seen; the current user message is cached
+    assert nudge not in first.decode()
+    conv += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "another"}]
+    second, _ = serve(proj, conv, NOW + 2 * MINUTE)
+    assert last_text(second).endswith("another" + nudge)
+    assert second.decode().count("deferred_notes") == 1
+    conv += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "third"}]
+    third, report = serve(proj, conv, NOW + 3 * MINUTE)
+    assert report["pass"] == "defer" and third.decode().count("deferred_notes") == 1
+    assert third.startswith(second[:-1])  # the nudged message replays byte for byte
+    assert not last_text(third).endswith(nudge)
+    # Nothing to read: a later trigger sends nothing.
+    for note in notes.list_notes(conn, session_pk=pk, project_id=pid):
+        notes.dismiss(conn, note["id"])
+    conn.execute("BEGIN")
+    publish.set_state(conn, pk, publish.NOTE_TRIGGER_KEY, NOW + 99, NOW + 99)
+    conn.execute("COMMIT")
+    conv += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "fourth"}]
+    serve(proj, conv, NOW + 30 * MINUTE)
+    conv += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "fifth"}]
+    assert serve(proj, conv, NOW + 31 * MINUTE)[0].decode().count("deferred_notes") == 1

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from magic_context.history.validate import ValidatedOutput
 
 LAST_PUBLISH_KEY = "historian_last_publish"
+NOTE_TRIGGER_KEY = "note_trigger_at"  # = transform.note_nudge.TRIGGER_KEY (a test checks)
 DEFAULT_IMPORTANCE = 50
 _SAVEPOINT = "mc_historian"
 
@@ -140,6 +141,7 @@ def publish(conn: sqlite3.Connection, session_pk: int, validated: ValidatedOutpu
                 "sequence_to": sequence, "start": result.start, "end": result.end, "compartments": len(comps),
                 "facts_new": new, "facts_seen": seen, "next_start": validated.next_start,
             }, now_ms)
+            set_state(conn, session_pk, NOTE_TRIGGER_KEY, now_ms, now_ms)  # the deferred-notes nudge (§2.3)
     except sqlite3.Error as exc:
         raise classify(exc) from exc
     return result

@@ -8,3 +8,7 @@
 
 All SQL lives in `magic_context.store.memories` and `magic_context.store.notes`.
 """
+
+from magic_context.store.memories import visible_ids
+
+__all__ = ["visible_ids"]

@@ -38,7 +38,10 @@ class AddResult:
         m = self.memory
         if self.created:
             return f"Saved memory [ID: {m['id']}] in {m['category']}."
-        return f"Memory already exists [ID: {m['id']}] in {m['category']} (seen count incremented)."
+        text = f"Memory already exists [ID: {m['id']}] in {m['category']} (seen count incremented)."
+        if m.get("status") == model.ARCHIVED:
+            text += f" It is archived: restore it (`mc memory restore {m['id']}`) to show it again."
+        return text
 
 
 @dataclass(frozen=True)
@@ -278,6 +281,14 @@ def counts(conn: sqlite3.Connection, project_id: str, *, now_ms: int | None = No
     return store.counts(conn, project_id, _now(now_ms))
 
 
+def public(row: dict[str, Any], *, now_ms: int | None = None) -> dict[str, Any]:
+    """A memory as commands and tools show it: no hash, metadata decoded, `expired` spelled out."""
+    out = {k: v for k, v in row.items() if k not in ("normalized_hash", "metadata_json")}
+    out["metadata"] = _metadata(row) or None
+    out["expired"] = row["expires_at"] is not None and row["expires_at"] <= _now(now_ms)
+    return out
+
+
 def _distinct(ids: Iterable[int], *, least: int) -> list[int]:
     wanted = list(dict.fromkeys(int(i) for i in ids))
     if len(wanted) < least:
@@ -304,6 +315,7 @@ __all__ = [
     "list_memories",
     "merge",
     "promote_facts",
+    "public",
     "record_retrieval",
     "remove",
     "restore",

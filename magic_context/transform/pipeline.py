@@ -262,7 +262,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     head_tokens = int(state.get("m0_tokens", 0)) + int(state.get("m1_tokens", 0))
     raw_total = sum(msg_tokens)
     anchors = list(state.get("nudges") or [])
-    nudge_tokens = sum(_estimate(a.get("text", "")) for a in anchors) if reduce_ok else 0
+    nudge_tokens = sum(_estimate(a.get("text", "")) for a in anchors)
 
     def served(site_list: list[tagger.Site], kept_list: list[m.Message] | None = None,
                stripped_ids: frozenset[str] | set[str] = frozenset(), reasoning: dict | None = None) -> int:
@@ -358,12 +358,18 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     temporal.apply(kept, markers)
 
     nudge_state = dict(state.get("nudge_state") or {})
-    if reduce_ok:
-        nudges.replay(kept, anchors)
-        if not readonly:
-            meas = nudges.measure(sites, protected_from)
-            quiet = bool(done_pending) or any(d.lane == "ctx_reduce" for d in new_drops)
-            text = nudges.decide(meas, nudge_state, quiet=quiet)
+    nudges.replay(kept, anchors)  # ctx_reduce nudges and the deferred-notes nudge
+    if reduce_ok and not readonly:
+        meas = nudges.measure(sites, protected_from)
+        quiet = bool(done_pending) or any(d.lane == "ctx_reduce" for d in new_drops)
+        text = nudges.decide(meas, nudge_state, quiet=quiet)
+        if text:
+            nudges.fire(kept, anchors, text)
+    if primary and not readonly and state.get("note_trigger_at"):  # = note_nudge.TRIGGER_KEY: loaded on a trigger only
+        from magic_context.transform import note_nudge
+
+        if note_nudge.pending(state):
+            text = note_nudge.step(conn, state, kept, session_pk=pk, project_id=project_id, now_ms=inp.now_ms)
             if text:
                 nudges.fire(kept, anchors, text)
 
