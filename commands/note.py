@@ -17,13 +17,14 @@ JSON_HELP = "Print a JSON envelope on stdout."
 def _scope(conn: Any, session: str | None, harness: str | None, project: Path | None) -> tuple[int | None, str]:
     """(session pk or None, project identity): a session's own project unless --project says otherwise."""
     from magic_context import project as identity
+    from magic_context.store import notes as note_store
     from magic_context.tools.reduce import find_session
 
     if session:
         pk = find_session(conn, session, harness)
-        row = conn.execute("SELECT project_id FROM sessions WHERE id = ?", (pk,)).fetchone()
-        if project is None and row and row[0]:
-            return pk, str(row[0])
+        filed = note_store.session_project(conn, pk)
+        if project is None and filed:
+            return pk, filed
         return pk, identity.identity(project or Path.cwd())
     return None, identity.identity(project or Path.cwd())
 

@@ -312,3 +312,17 @@ def test_export_import_round_trip_property(conn, items) -> None:
     strip = ("id", "project_id", "superseded_by", "merged_from")
     assert [{k: v for k, v in c.items() if k not in strip} for c in copied] == \
         [{k: v for k, v in json.loads(line).items() if k not in strip} for line in exported]
+
+
+def test_the_historian_prompt_gets_eligible_memories_most_important_first(conn) -> None:
+    from magic_context.history import prompt
+
+    engine.add(conn, P, "low", "NAMING", importance=10, now_ms=NOW)
+    engine.add(conn, P, "high", "ARCHITECTURE", importance=90, now_ms=NOW)
+    engine.add(conn, P, "pinned", "NAMING", importance=1, permanent=True, now_ms=NOW)
+    gone = engine.add(conn, P, "archived", "NAMING", now_ms=NOW).memory["id"]
+    engine.archive(conn, [gone], now_ms=NOW)
+    engine.promote_facts(conn, P, "s", [("KNOWN_ISSUES", "stale issue")], NOW - 40 * DAY)
+    rows = store.for_prompt(conn, P, NOW, 10)
+    assert [r["content"] for r in rows] == ["pinned", "high", "low"]
+    assert prompt.render_memory(rows) == "<ARCHITECTURE>\n* high\n</ARCHITECTURE>\n<NAMING>\n* pinned\n* low\n</NAMING>"

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from magic_context.errors import MCError
 from magic_context.history import boundary, chunk, publish, trigger
+from magic_context.store import memories as memory_store
 from magic_context.store import raw as raw_store
 
 if TYPE_CHECKING:
@@ -364,9 +365,8 @@ def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, confi
     references = conn.execute("SELECT start_ordinal, end_ordinal, title, p2, p3, content FROM compartments "
                               "WHERE session_pk = ? ORDER BY sequence DESC LIMIT ?",
                               (session_pk, prompt.MAX_REFERENCES)).fetchall()[::-1]
-    memories = conn.execute("SELECT category, content FROM memories WHERE project_id = ? AND status IN "
-                            "('active', 'permanent') ORDER BY importance DESC, id LIMIT ?",
-                            (session.project_id, prompt.MAX_MEMORIES)).fetchall() if session.project_id else []
+    memories = memory_store.for_prompt(conn, session.project_id, now, prompt.MAX_MEMORIES) \
+        if session.project_id else []
     text = prompt.build_prompt(the_chunk, references, memories)
     no_discard = emergency or (keep is not None and final)
 

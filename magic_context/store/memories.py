@@ -92,6 +92,14 @@ def eligible(conn: sqlite3.Connection, project_id: str, now_ms: int, *, after_id
     return [dict(zip(RENDER_COLUMNS, tuple(r), strict=True)) for r in rows]
 
 
+def for_prompt(conn: sqlite3.Connection, project_id: str, now_ms: int, limit: int) -> list[dict[str, str]]:
+    """{category, content} of the project's eligible memories for the historian prompt, most important first."""
+    rows = conn.execute(f"SELECT category, content FROM memories WHERE project_id = ? AND {_ELIGIBLE} "
+                        "ORDER BY status = 'permanent' DESC, importance DESC, id LIMIT ?",
+                        (project_id, now_ms, limit)).fetchall()
+    return [{"category": str(r[0]), "content": str(r[1])} for r in rows]
+
+
 def max_id(conn: sqlite3.Connection, project_id: str) -> int:
     return int(conn.execute("SELECT coalesce(max(id), 0) FROM memories WHERE project_id = ?",
                             (project_id,)).fetchone()[0])
@@ -232,6 +240,7 @@ __all__ = [
     "delete",
     "eligible",
     "find_by_hash",
+    "for_prompt",
     "get",
     "get_many",
     "insert",
