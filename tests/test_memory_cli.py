@@ -13,7 +13,8 @@ def ok(*args: str, stdin: str | None = None) -> dict:
     proc = run_mc(*args, "--json", stdin=stdin)
     assert proc.returncode == 0, proc.stderr.decode()
     envelope = json.loads(proc.stdout)
-    assert envelope["command"] == " ".join(args[:2]) and envelope["errors"] == []
+    expected = " ".join(args[:2]) if args[0] in ("memory", "note") else args[0]
+    assert envelope["command"] == expected and envelope["errors"] == []
     return envelope["data"]
 
 
@@ -138,3 +139,18 @@ def test_human_output(proj) -> None:
     assert proc.returncode == 0 and "Saved memory [ID: " in proc.stdout.decode()
     listed = run_mc("memory", "list", "--project", proj)
     assert "tables & <tags>" in listed.stdout.decode()
+
+
+def test_status_shows_memory_and_note_counts(proj) -> None:
+    envelope = json.dumps({"messages": [{"role": "user", "content": "hi"}], "harness": "openai",
+                           "session_id": "ses_cli_mem", "project_dir": proj})
+    ok("memory", "add", "first fact", "-c", "NAMING", "--project", proj)
+    archived = ok("memory", "add", "second fact", "-c", "NAMING", "--project", proj)["memory"]["id"]
+    ok("memory", "archive", str(archived))
+    assert run_mc("transform", stdin=envelope).returncode == 0
+    ok("note", "add", "look again", "--session", "ses_cli_mem")
+    data = ok("status", "--session", "ses_cli_mem")
+    assert (data["memories"], data["memory"]["active"], data["memory"]["archived"]) == (1, 1, 1)
+    assert data["notes"]["active"] == 1
+    human = run_mc("status", "--session", "ses_cli_mem").stdout.decode()
+    assert "memory   1 active, 1 archived; notes: 1 waiting, 0 ready" in human
