@@ -82,6 +82,7 @@ def list_(
     category: str = typer.Option(None, "--category", help="Only this category."),
     expired: bool = typer.Option(False, "--expired", help="Show only memories past their TTL."),
     limit: int = typer.Option(None, "--limit", min=1, help="At most N memories."),
+    all_projects: bool = typer.Option(False, "--all-projects", help="Every project's memories (ids are global)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """List the project's memories by id.
@@ -97,7 +98,7 @@ def list_(
     if status:
         statuses = list(model.STATUSES) if "all" in status else status
     now = _now()
-    pid = _project_id(project)
+    pid = None if all_projects else _project_id(project)
     with _db() as conn:
         rows = engine.list_memories(conn, pid, statuses=statuses, category=category,
                                     expired=True if expired else (None if statuses else False), limit=limit,

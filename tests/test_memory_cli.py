@@ -46,6 +46,10 @@ def test_memory_lifecycle_through_the_cli(proj) -> None:
 
     listed = ok("memory", "list", "--project", proj)
     assert [m["id"] for m in listed["memories"]] == [first["id"], second["id"]] and listed["count"] == 2
+    elsewhere = ok("memory", "add", "Elsewhere", "-c", "NAMING", "--project", str(Path(proj).parent))["memory"]
+    everywhere = ok("memory", "list", "--all-projects")
+    assert everywhere["project_id"] is None and elsewhere["id"] in [m["id"] for m in everywhere["memories"]]
+    assert elsewhere["id"] not in [m["id"] for m in ok("memory", "list", "--project", proj)["memories"]]
     assert "normalized_hash" not in listed["memories"][0]
 
     edited = ok("memory", "edit", str(second["id"]), "--content", "Migrations are append-only, never edited",
