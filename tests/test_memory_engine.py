@@ -326,3 +326,13 @@ def test_the_historian_prompt_gets_eligible_memories_most_important_first(conn) 
     rows = store.for_prompt(conn, P, NOW, 10)
     assert [r["content"] for r in rows] == ["pinned", "high", "low"]
     assert prompt.render_memory(rows) == "<ARCHITECTURE>\n* high\n</ARCHITECTURE>\n<NAMING>\n* pinned\n* low\n</NAMING>"
+
+
+def test_the_mutation_log_is_pruned_after_a_month(conn) -> None:
+    a = engine.add(conn, P, "a", "NAMING", now_ms=NOW).memory["id"]
+    engine.edit(conn, a, content="a1", now_ms=NOW)
+    engine.edit(conn, a, content="a2", now_ms=NOW + 20 * DAY)
+    engine.promote_facts(conn, P, "s", [], NOW + 31 * DAY)
+    assert [row[1] for row in store.mutations_after(conn, P, 0)] == ["update"]
+    assert engine.prune(conn, now_ms=NOW + 60 * DAY) == 1
+    assert list(store.mutations_after(conn, P, 0)) == []

@@ -23,6 +23,9 @@ from magic_context.memory import model
 from magic_context.store import memories as store
 
 MAX_MERGE = 20
+#: How long the mutation log keeps a change for m[1]'s `<memory-updates>`; a session whose m[0] is older
+#: (no HARD fold for a month) shows the current text only after its next fold.
+MUTATION_RETENTION_MS = 30 * model.DAY_MS
 
 
 def _now(now_ms: int | None) -> int:
@@ -102,6 +105,7 @@ def promote_facts(conn: sqlite3.Connection, project_id: str, session_id: str | N
     """
     new = seen = 0
     with store.transaction(conn):
+        store.prune_mutations(conn, now_ms - MUTATION_RETENTION_MS)  # publishes are regular: housekeeping rides them
         for category, content in facts:
             try:
                 text = model.content(" ".join(str(content).split()))
@@ -257,6 +261,12 @@ def merge(conn: sqlite3.Connection, ids: Iterable[int], *, content: str | None =
         return MergeResult(store.get(conn, canonical) or {}, superseded)
 
 
+def prune(conn: sqlite3.Connection, *, now_ms: int | None = None) -> int:
+    """Drop mutation-log rows past `MUTATION_RETENTION_MS`; how many went."""
+    with store.transaction(conn):
+        return store.prune_mutations(conn, _now(now_ms) - MUTATION_RETENTION_MS)
+
+
 def remove(conn: sqlite3.Connection, ids: Iterable[int], *, project_id: str | None = None,
            now_ms: int | None = None) -> list[int]:
     """Delete memories for good (all or none); rows they superseded keep their archived status."""
@@ -315,6 +325,7 @@ __all__ = [
     "list_memories",
     "merge",
     "promote_facts",
+    "prune",
     "public",
     "record_retrieval",
     "remove",

@@ -203,6 +203,11 @@ def log_mutation(conn: sqlite3.Connection, project_id: str, memory_id: int, kind
                  (project_id, memory_id, kind, superseded_by, now_ms))
 
 
+def prune_mutations(conn: sqlite3.Connection, before_ms: int) -> int:
+    """Forget mutations older than `before_ms` (a head that old has been folded again long since)."""
+    return int(conn.execute("DELETE FROM memory_mutations WHERE at < ?", (before_ms,)).rowcount)
+
+
 def mutation_cursor(conn: sqlite3.Connection, project_id: str) -> int:
     return int(conn.execute("SELECT coalesce(max(id), 0) FROM memory_mutations WHERE project_id = ?",
                             (project_id,)).fetchone()[0])
@@ -248,6 +253,7 @@ __all__ = [
     "max_id",
     "mutation_cursor",
     "mutations_after",
+    "prune_mutations",
     "record_retrieval",
     "select",
     "transaction",
