@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +52,7 @@ def parse_line(text: str, number: int) -> dict[str, Any]:
     """One exported line, validated and normalized; BadInput names the line and field."""
     try:
         item = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise BadInput(f"line {number}: not valid JSON ({exc.msg} at column {exc.colno})",
                        fix="each line must be one JSON object; nothing was imported") from exc
     if not isinstance(item, dict):
@@ -62,20 +62,22 @@ def parse_line(text: str, number: int) -> dict[str, Any]:
     if fmt != FORMAT:
         raise _field_error(number, "format", f"unsupported {fmt!r} (this mc reads {FORMAT})")
     out: dict[str, Any] = {}
-    for name, check in (("content", model.content),
-                        ("category", lambda v, field: model.category(v, legacy=True, field=field))):
+    required: dict[str, Callable[[Any], object]] = {
+        "content": model.content, "category": lambda v: model.category(v, legacy=True)}
+    optional: dict[str, tuple[Callable[[Any], object], object]] = {
+        "status": (model.status, model.ACTIVE), "source_type": (model.source_type, model.USER),
+        "importance": (model.importance, model.DEFAULT_IMPORTANCE)}
+    for name, check in required.items():
         if name not in item:
             raise _field_error(number, name, "missing")
         try:
-            out[name] = check(item[name], field=name)
+            out[name] = check(item[name])
         except BadInput as exc:
             raise _field_error(number, name, exc.message.split(": ", 1)[-1]) from exc
-    checks = {"status": model.status, "source_type": model.source_type, "importance": model.importance}
-    defaults = {"status": model.ACTIVE, "source_type": model.USER, "importance": model.DEFAULT_IMPORTANCE}
-    for name, check in checks.items():
+    for name, (check, default) in optional.items():
         value = item.get(name)
         try:
-            out[name] = defaults[name] if value is None else check(value, field=name)
+            out[name] = default if value is None else check(value)
         except BadInput as exc:
             raise _field_error(number, name, exc.message.split(": ", 1)[-1]) from exc
     for name in ("id", *_INTS):
