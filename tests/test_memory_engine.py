@@ -336,3 +336,29 @@ def test_the_mutation_log_is_pruned_after_a_month(conn) -> None:
     assert [row[1] for row in store.mutations_after(conn, P, 0)] == ["update"]
     assert engine.prune(conn, now_ms=NOW + 60 * DAY) == 1
     assert list(store.mutations_after(conn, P, 0)) == []
+
+
+def test_a_version_2_database_with_memories_is_upgraded(tmp_path) -> None:
+    from sqlite_utils import Database
+
+    from magic_context.store import migrations
+
+    path = tmp_path / "old.db"
+    old = db.connect(path)
+    migrations.migrations.apply(Database(old), stop_before="m003_memories_notes")
+    old.execute("PRAGMA user_version=2")
+    old.execute("INSERT INTO memories (project_id, category, content, normalized_hash, created_at, updated_at) "
+                "VALUES (?, 'NAMING', 'kept across the upgrade', ?, 1, 1)",
+                (P, model.content_hash("kept across the upgrade")))
+    old.execute("INSERT INTO notes (content, created_at, updated_at) VALUES ('old note', 1, 1)")
+    old.close()
+    conn = db.open_db(path)
+    try:
+        assert db.user_version(conn) == db.SCHEMA_VERSION
+        row = engine.list_memories(conn, P, now_ms=NOW)[0]
+        assert (row["content"], row["merged_from"], row["last_retrieved_at"]) == ("kept across the upgrade", [], None)
+        assert not engine.add(conn, P, "Kept across the upgrade.", "NAMING", now_ms=NOW).created
+        assert _fts(conn, "upgrade") == [row["id"]]
+        assert conn.execute("SELECT content, anchor_ordinal FROM notes").fetchall()[0][0] == "old note"
+    finally:
+        conn.close()
