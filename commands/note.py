@@ -71,10 +71,19 @@ def add(
     message = (f"Created smart note #{note['id']}. The dreamer will evaluate its condition:\n"
                f"- Content: {note['content']}\n- Condition: {note['surface_condition']}"
                if note["surface_condition"] else f"Saved {note['type']} note #{note['id']}.")
+    warnings = []
+    if note["surface_condition"]:
+        from magic_context.config.load import load_config
+
+        if not load_config(project).config.dreamer.enabled:
+            warnings.append("the dreamer is off (dreamer.enabled = false): the condition is stored but not checked "
+                            "until it runs; the note stays pending")
     if as_json:
-        _output.print_json("note add", {"note": note, "message": message})
+        _output.print_json("note add", {"note": note, "message": message, "warnings": warnings})
     else:
         _output.console().print(message, markup=False)
+        for text in warnings:
+            _output.warn(text)
 
 
 @note_app.command("list")

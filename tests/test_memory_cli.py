@@ -125,7 +125,11 @@ def test_export_import_round_trip_and_bad_lines(proj, tmp_path) -> None:
 
 def test_notes_through_the_cli(proj) -> None:
     plain = ok("note", "add", "rerun the flaky proxy test", "--project", proj)["note"]
-    smart = ok("note", "add", "drop the shim", "--condition", "when httpx 1.0 is out", "--project", proj)
+    proc = run_mc("note", "add", "drop the shim", "--condition", "when httpx 1.0 is out", "--project", proj, "--json")
+    assert proc.returncode == 0
+    envelope = json.loads(proc.stdout)
+    smart = envelope["data"]
+    assert envelope["errors"] == [] and "the dreamer is off" in smart["warnings"][0]
     assert plain["type"] == "project" and smart["note"]["status"] == "pending"
     assert "Condition: when httpx 1.0 is out" in smart["message"]
     listed = ok("note", "list", "--project", proj)
