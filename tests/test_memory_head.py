@@ -21,8 +21,9 @@ MINUTE = 60_000
 LIMIT = 200_000
 
 
-def serve(project_dir: Path, messages: list[dict], now: int, *, limit: int = LIMIT) -> tuple[bytes, dict]:
-    doc = {"messages": messages, "harness": "openai", "session_id": "ses_mem", "project_dir": str(project_dir),
+def serve(project_dir: Path, messages: list[dict], now: int, *, limit: int = LIMIT,
+          session: str = "ses_mem") -> tuple[bytes, dict]:
+    doc = {"messages": messages, "harness": "openai", "session_id": session, "project_dir": str(project_dir),
            "now": now, "model": {"provider": "p", "id": "model", "context_limit": limit}}
     result = pipeline.run(protocol.read_input(protocol.parse_document(orjson.dumps(doc)), {}))
     return orjson.dumps(result.document["messages"]), result.report
