@@ -329,20 +329,14 @@ def count_exact_cached_many(conn: sqlite3.Connection, texts: list[str]) -> list[
 
 
 def _store_counts(conn: sqlite3.Connection, counts: dict[str, int]) -> None:
-    sql = "INSERT OR IGNORE INTO token_counts (content_hash, tokens) VALUES (?, ?)"
-    own = not conn.in_transaction
-    try:
-        if own:
-            conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(sql, counts.items())
-        if own:
-            conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        if own and conn.in_transaction:
-            conn.execute("ROLLBACK")
-        from magic_context.errors import StorageBusy
-        from magic_context.store.db import classify
+    from magic_context.errors import StorageBusy
+    from magic_context.store.db import atomic, classify
 
+    sql = "INSERT OR IGNORE INTO token_counts (content_hash, tokens) VALUES (?, ?)"
+    try:
+        with atomic(conn):
+            conn.executemany(sql, counts.items())
+    except sqlite3.Error as exc:
         error = classify(exc)
         if not isinstance(error, StorageBusy):
             raise error from exc

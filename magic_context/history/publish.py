@@ -16,13 +16,11 @@ import hashlib
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from magic_context.errors import MCError
-from magic_context.store.db import classify
+from magic_context.store.db import atomic, classify
 
 if TYPE_CHECKING:
     from magic_context.history.chunk import Chunk
@@ -31,7 +29,6 @@ if TYPE_CHECKING:
 LAST_PUBLISH_KEY = "historian_last_publish"
 DEFAULT_IMPORTANCE = 50
 FACT_SOURCE = "historian"
-_SAVEPOINT = "mc_historian"
 _TRAILING = re.compile(r"[\s.!;:,]+$")
 
 
@@ -62,21 +59,7 @@ def fact_hash(text: str) -> str:
     return hashlib.sha256(normalize_fact(text).encode("utf-8")).hexdigest()[:32]
 
 
-@contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """`BEGIN IMMEDIATE … COMMIT`, or a savepoint inside the caller's open transaction (inline runs)."""
-    nested = conn.in_transaction
-    conn.execute(f"SAVEPOINT {_SAVEPOINT}" if nested else "BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if nested:
-            conn.execute(f"ROLLBACK TO {_SAVEPOINT}")
-            conn.execute(f"RELEASE {_SAVEPOINT}")
-        elif conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute(f"RELEASE {_SAVEPOINT}" if nested else "COMMIT")
+transaction = atomic  # the old name; new code uses `store.db.atomic`
 
 
 def last_compartment_end(conn: sqlite3.Connection, session_pk: int) -> int | None:
@@ -127,7 +110,7 @@ def publish(conn: sqlite3.Connection, session_pk: int, validated: ValidatedOutpu
     """Store `validated` (for `chunk`) in one transaction; raises `StalePublish` if the session moved on."""
     comps = validated.compartments
     try:
-        with transaction(conn):
+        with atomic(conn):
             last = last_compartment_end(conn, session_pk)
             if last is not None and last != chunk.start - 1:
                 raise StalePublish(f"session compartments end at {last}, but this run read from {chunk.start}",

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from magic_context.errors import MCError
 from magic_context.history import boundary, chunk, publish, trigger
 from magic_context.store import raw as raw_store
+from magic_context.store.db import atomic
 
 if TYPE_CHECKING:
     from magic_context.history.extractive import ExtractiveProvider
@@ -89,7 +90,7 @@ def is_running(conn: sqlite3.Connection, session_pk: int, now_ms: int) -> bool:
 
 def acquire_lease(conn: sqlite3.Connection, session_pk: int, holder: str, now_ms: int, ttl_ms: int) -> bool:
     """Take (or renew) the session's lease for `holder`; False while another holder's lease is live."""
-    with publish.transaction(conn):
+    with atomic(conn):
         row = conn.execute("SELECT holder, expires_at FROM leases WHERE name = ?", (lease_name(session_pk),)).fetchone()
         if row is not None and row[0] != holder and int(row[1]) > now_ms:
             return False
@@ -100,7 +101,7 @@ def acquire_lease(conn: sqlite3.Connection, session_pk: int, holder: str, now_ms
 
 
 def release_lease(conn: sqlite3.Connection, session_pk: int, holder: str) -> None:
-    with publish.transaction(conn):
+    with atomic(conn):
         conn.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (lease_name(session_pk), holder))
 
 
@@ -109,7 +110,7 @@ def _now() -> int:
 
 
 def _state(conn: sqlite3.Connection, session_pk: int, key: str, value: object, now_ms: int) -> None:
-    with publish.transaction(conn):
+    with atomic(conn):
         publish.set_state(conn, session_pk, key, value, now_ms)
 
 

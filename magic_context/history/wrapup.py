@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from magic_context.history import boundary, publish, runner
+from magic_context.store.db import atomic
 
 COMPLETED = "completed"
 NOTHING_TO_COMPACT = "nothing_to_compact"
@@ -117,7 +118,7 @@ def run_background(session_id: str, harness: str | None = None) -> runner.RunRes
             return runner.run_once(conn, pk, lease_holder=os.environ.get(runner.LEASE_ENV) or None, mode="background")
         except Exception as exc:  # the detached process has no one to tell: record it for `mc status`
             now = int(time.time() * 1000)
-            with publish.transaction(conn):
+            with atomic(conn):
                 publish.set_state(conn, pk, runner.FAILURE_KEY, {"class": "internal", "provider": None, "at": now,
                                                                  "message": f"{type(exc).__name__}: {exc}"}, now)
                 publish.set_state(conn, pk, runner.STATE_KEY, {"state": "idle", "last_run_at": now,

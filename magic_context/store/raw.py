@@ -47,7 +47,7 @@ import zlib
 from collections.abc import Callable, Sequence
 
 from magic_context.records import Factory, record
-from magic_context.store.db import classify
+from magic_context.store.db import atomic, classify
 from magic_context.store.sessions import ensure_session
 from magic_context.wire import model as m
 from magic_context.wire.identity import content_hash
@@ -321,9 +321,7 @@ def _apply(conn: sqlite3.Connection, session_pk: int, inp: _Input, live: Live, p
            estimate: Callable[[str], int] | None) -> _Plan:
     messages, keys, hashes = inp.messages, inp.keys, inp.hashes
     own = not conn.in_transaction
-    if own:
-        conn.execute("BEGIN IMMEDIATE")
-    try:
+    with atomic(conn):
         # A caller's open transaction already covered our read (the pass holds the write lock; a read
         # snapshot that went stale fails its first write with SQLITE_BUSY): re-read only under our own.
         fresh = _live(conn, session_pk) if own else live
@@ -354,12 +352,6 @@ def _apply(conn: sqlite3.Connection, session_pk: int, inp: _Input, live: Live, p
         )
         plan.result.divergences = list(plan.divergences)
         conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now_ms, session_pk))
-        if own:
-            conn.execute("COMMIT")
-    except BaseException:
-        if own and conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
     return plan
 
 

@@ -165,21 +165,15 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
     compaction = bool(hot["compaction.enabled"])
     conn = store_db.open_db(cache_size_mb=hot["sqlite.cache_size_mb"], mmap_size_mb=hot["sqlite.mmap_size_mb"])
     try:
-        if not readonly:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise store_db.classify(exc) from exc
-        result = _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
-                            readonly=readonly, warnings=warnings, started=started)
-        if not readonly:
-            conn.execute("ROLLBACK" if inp.dry_run else "COMMIT")
-        return result
+        if readonly:
+            return _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
+                              readonly=True, warnings=warnings, started=started)
+        with store_db.atomic(conn, commit=not inp.dry_run):
+            return _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
+                              readonly=False, warnings=warnings, started=started)
     except sqlite3.OperationalError as exc:
         raise store_db.classify(exc) from exc
     finally:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
         conn.close()
 
 
