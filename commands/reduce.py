@@ -26,7 +26,8 @@ def reduce(
 
     from magic_context.config.hot import load_hot
     from magic_context.store import db
-    from magic_context.tools.reduce import find_session, queue_drops
+    from magic_context.store.sessions import find_session
+    from magic_context.tools.reduce import queue_drops
 
     hot = load_hot(Path(project) if project else Path.cwd())
     conn = db.open_db()

@@ -31,7 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from magic_context.errors import MCError
 from magic_context.history import boundary, chunk, publish, trigger
+from magic_context.store import compartments as compartment_store
+from magic_context.store import leases, passes, sessions
 from magic_context.store import raw as raw_store
+from magic_context.store import state as state_store
 from magic_context.store.db import atomic
 
 if TYPE_CHECKING:
@@ -74,7 +77,7 @@ class RunResult:
 
 
 def lease_name(session_pk: int) -> str:
-    return f"historian:{session_pk}"
+    return leases.historian_lease(session_pk)
 
 
 def inline_mode() -> bool:
@@ -84,25 +87,16 @@ def inline_mode() -> bool:
 
 def is_running(conn: sqlite3.Connection, session_pk: int, now_ms: int) -> bool:
     """Whether a live lease covers the session (a run is in progress, or was launched and not yet reaped)."""
-    row = conn.execute("SELECT expires_at FROM leases WHERE name = ?", (lease_name(session_pk),)).fetchone()
-    return row is not None and int(row[0]) > now_ms
+    return leases.is_live(conn, lease_name(session_pk), now_ms)
 
 
 def acquire_lease(conn: sqlite3.Connection, session_pk: int, holder: str, now_ms: int, ttl_ms: int) -> bool:
     """Take (or renew) the session's lease for `holder`; False while another holder's lease is live."""
-    with atomic(conn):
-        row = conn.execute("SELECT holder, expires_at FROM leases WHERE name = ?", (lease_name(session_pk),)).fetchone()
-        if row is not None and row[0] != holder and int(row[1]) > now_ms:
-            return False
-        conn.execute("INSERT INTO leases (name, holder, acquired_at, expires_at) VALUES (?, ?, ?, ?) "
-                     "ON CONFLICT(name) DO UPDATE SET holder = excluded.holder, acquired_at = excluded.acquired_at, "
-                     "expires_at = excluded.expires_at", (lease_name(session_pk), holder, now_ms, now_ms + ttl_ms))
-    return True
+    return leases.acquire(conn, lease_name(session_pk), holder, now_ms, ttl_ms)
 
 
 def release_lease(conn: sqlite3.Connection, session_pk: int, holder: str) -> None:
-    with atomic(conn):
-        conn.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (lease_name(session_pk), holder))
+    leases.release(conn, lease_name(session_pk), holder)
 
 
 def _now() -> int:
@@ -111,7 +105,7 @@ def _now() -> int:
 
 def _state(conn: sqlite3.Connection, session_pk: int, key: str, value: object, now_ms: int) -> None:
     with atomic(conn):
-        publish.set_state(conn, session_pk, key, value, now_ms)
+        state_store.set_state(conn, session_pk, key, value, now_ms)
 
 
 def background_argv(session_id: str, harness: str) -> list[str]:
@@ -162,11 +156,11 @@ class _Session:
 def _session(conn: sqlite3.Connection, session_pk: int) -> _Session:
     from magic_context.errors import NotFound
 
-    row = conn.execute("SELECT harness, session_id, project_id, project_dir, model_key, context_limit FROM sessions "
-                       "WHERE id = ?", (session_pk,)).fetchone()
-    if row is None:
+    info = sessions.session_info(conn, session_pk)
+    if info is None:
         raise NotFound(f"session #{session_pk} not found")
-    return _Session(*tuple(row))
+    return _Session(info["harness"], info["session_id"], info["project_id"], info["project_dir"], info["model_key"],
+                    info["context_limit"])
 
 
 def _decode(harness: str, stored: list[raw_store.StoredMessage]) -> list[Any]:
@@ -192,17 +186,7 @@ def _threshold(config: Any, model_key: str | None) -> float:
 
 def _last_report(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
     """The newest stored pass report (usage, threshold as the pass computed them), or {}."""
-    row = conn.execute("SELECT report_json FROM pass_reports WHERE session_pk = ? ORDER BY id DESC LIMIT 1",
-                       (session_pk,)).fetchone()
-    if row is None:
-        return {}
-    import json
-
-    try:
-        report = json.loads(row[0])
-    except ValueError:
-        return {}
-    return report if isinstance(report, dict) else {}
+    return passes.last_report(conn, session_pk)
 
 
 @dataclass
@@ -362,9 +346,7 @@ def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, confi
         return RunResult(NOTHING, bound.reason, eligible_start=bound.start, eligible_end=bound.end)
     the_chunk = p.chunk
     final = not the_chunk.has_more
-    references = conn.execute("SELECT start_ordinal, end_ordinal, title, p2, p3, content FROM compartments "
-                              "WHERE session_pk = ? ORDER BY sequence DESC LIMIT ?",
-                              (session_pk, prompt.MAX_REFERENCES)).fetchall()[::-1]
+    references = compartment_store.references(conn, session_pk, prompt.MAX_REFERENCES)
     memories = conn.execute("SELECT category, content FROM memories WHERE project_id = ? AND status IN "
                             "('active', 'permanent') ORDER BY importance DESC, id LIMIT ?",
                             (session.project_id, prompt.MAX_MEMORIES)).fetchall() if session.project_id else []

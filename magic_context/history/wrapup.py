@@ -21,6 +21,7 @@ from typing import Any
 
 from magic_context.history import boundary, publish, runner
 from magic_context.store.db import atomic
+from magic_context.store.sessions import session_info
 
 COMPLETED = "completed"
 NOTHING_TO_COMPACT = "nothing_to_compact"
@@ -63,8 +64,8 @@ def wrapup(conn: sqlite3.Connection, session_pk: int, *, keep: int = boundary.DE
 
         from magic_context.config.load import load_config
 
-        row = conn.execute("SELECT project_dir FROM sessions WHERE id = ?", (session_pk,)).fetchone()
-        config = load_config(Path(row[0]) if row and row[0] else None).config
+        info = session_info(conn, session_pk)
+        config = load_config(Path(info["project_dir"]) if info and info["project_dir"] else None).config
     holder = f"wrapup:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     if not runner.acquire_lease(conn, session_pk, holder, now, config.historian.timeout_ms):
         return WrapupResult(ALREADY_IN_PROGRESS, "another historian run holds this session's lease", keep=keep)
@@ -109,7 +110,7 @@ def wrapup(conn: sqlite3.Connection, session_pk: int, *, keep: int = boundary.DE
 def run_background(session_id: str, harness: str | None = None) -> runner.RunResult | None:
     """The detached historian run (`mc wrapup --background`); records failures instead of raising."""
     from magic_context.store.db import open_db
-    from magic_context.tools.reduce import find_session
+    from magic_context.store.sessions import find_session
 
     conn = open_db()
     try:

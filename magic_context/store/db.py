@@ -78,6 +78,25 @@ def connect(
     return conn
 
 
+def connect_read_only(path: StrPath, *, timeout_s: float = 5.0) -> sqlite3.Connection:
+    """A read-only connection with no pragmas, migration or fence (diagnostics that must not write)."""
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout_s)
+
+
+def integrity_check(conn: sqlite3.Connection) -> list[str]:
+    """`PRAGMA integrity_check`'s lines (["ok"] when the file is sound)."""
+    return [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+
+
+def journal_mode(conn: sqlite3.Connection) -> str:
+    return str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+
+
+def table_count(conn: sqlite3.Connection) -> int:
+    """How many schema objects exist (reading `sqlite_master` proves the file opens as a database)."""
+    return int(conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
+
+
 def classify(exc: sqlite3.Error, path: StrPath | None = None) -> StorageUnavailable:
     """Turn a sqlite3 error into the matching typed error (busy is transient, the rest is not)."""
     text = str(exc)
@@ -179,5 +198,6 @@ def open_db(path: StrPath | None = None, **pragmas: int | None) -> sqlite3.Conne
 
 
 __all__ = [
-    "BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "atomic", "check_fence", "classify", "connect", "open_db", "user_version",
+    "BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "atomic", "check_fence", "classify", "connect", "connect_read_only",
+    "integrity_check", "journal_mode", "open_db", "table_count", "user_version",
 ]

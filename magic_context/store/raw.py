@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 
 from magic_context.records import Factory, record
 from magic_context.store.db import atomic, classify
-from magic_context.store.sessions import ensure_session
+from magic_context.store.sessions import ensure_session, touch
 from magic_context.wire import model as m
 from magic_context.wire.identity import content_hash
 from magic_context.wire.model import Message
@@ -351,7 +351,7 @@ def _apply(conn: sqlite3.Connection, session_pk: int, inp: _Input, live: Live, p
             [(session_pk, at, reason, now_ms) for reason, at in plan.divergences],
         )
         plan.result.divergences = list(plan.divergences)
-        conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now_ms, session_pk))
+        touch(conn, session_pk, now_ms)
     return plan
 
 
