@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 class Point:
     x: int
     y: int = 0
-    tags: list = Factory(list)
+    tags: list = Factory(factory=list)
 
 
 def test_record_fields_defaults_factories_and_methods() -> None:

@@ -180,7 +180,7 @@ def _missing_dirs(targets: Iterable[Path]) -> list[Path]:
 
 
 def install_extension(harness: str, scope: Scope, install_dir: Path, *, config: ConfigEntry | None = None,
-                      extras: Iterable[tuple[Path, bytes, str]] = (), dry_run: bool = False,
+                      extras: Iterable[tuple[Path, bytes | None, str]] = (), dry_run: bool = False,
                       notes: list[str] | None = None) -> SetupResult:
     """Install (or refresh) the plugin directory, the config entry and the extra files; idempotent."""
     result = SetupResult(harness, "install", scope, dry_run, notes=list(notes or []))

@@ -165,7 +165,8 @@ def replay(path: str | Path, *, format: str = "auto", context_limit: int | None 
     counter = counter or TokenCounter(reasoning=rep.harness != m.OPENAI)
     report = progress or (lambda _name, _done, _total: None)
     runs = []
-    common = {"counter": counter, "price": price, "ttl_ms": ttl_ms, "window": window, "progress": report}
+    common: dict[str, Any] = {"counter": counter, "price": price, "ttl_ms": ttl_ms, "window": window,
+                              "progress": report}
     for name in names:
         if name == "mc":
             runs.append(_run_mc(rep, use_subprocess=subprocess, **common))

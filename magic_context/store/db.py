@@ -182,9 +182,10 @@ def check_fence(conn: sqlite3.Connection, path: StrPath | None = None) -> int:
     return version
 
 
-def open_db(path: StrPath | None = None, **pragmas: int | None) -> sqlite3.Connection:
+def open_db(path: StrPath | None = None, *, cache_size_mb: int | None = None,
+            mmap_size_mb: int | None = None) -> sqlite3.Connection:
     """Open, fence-check, and migrate an older database; the connection every command uses."""
-    conn = connect(path, **pragmas)
+    conn = connect(path, cache_size_mb=cache_size_mb, mmap_size_mb=mmap_size_mb)
     try:
         version = check_fence(conn, path)
         if version < SCHEMA_VERSION:

@@ -192,7 +192,7 @@ CREATE TABLE IF NOT EXISTS leases (
 """,
     )
     if not db["memories_fts"].exists():
-        db["memories"].enable_fts(["content", "category"], create_triggers=True, tokenize="porter")
+        db.table("memories").enable_fts(["content", "category"], create_triggers=True, tokenize="porter")
 
 
 @migrations()

@@ -50,7 +50,7 @@ SKIM_FOLDED = True  # decode folded history without its blocks (a test turns it 
 class PassResult:
     document: Any
     report: dict[str, Any]
-    warnings: list[str] = Factory(list)
+    warnings: list[str] = Factory(factory=list)
     prompt_ordinal: int | None = None  # raw ordinal of the input's last message (a written pass only)
 
 

@@ -174,6 +174,7 @@ def _tool_names(value: Any) -> list[str] | None:
 
 def read_input(document: Any, options: dict[str, str | bool]) -> PassInput:
     """Classify the document's shape and collect the pass inputs; BadInput on anything malformed."""
+    messages: Any
     if isinstance(document, list):
         shape, doc, messages, messages_key = "array", None, document, "messages"
     elif isinstance(document, dict):

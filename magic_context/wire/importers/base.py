@@ -22,7 +22,7 @@ try:  # orjson is optional; json parses the same documents, slower.
 except ImportError:  # pragma: no cover - exercised only without orjson
     import json
 
-    _loads = json.loads
+    _loads = json.loads  # type: ignore[assignment]  # same documents; orjson's signature is narrower
 
 # Format names (what `load_session(format=...)` and `mc replay --format` accept).
 PI_SESSION: Final = "pi"
