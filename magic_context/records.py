@@ -127,10 +127,16 @@ else:
 def _fields(cls: type) -> list[str]:
     names: list[str] = []
     for klass in reversed(cls.__mro__):
-        for name in vars(klass).get("__annotations__", {}):
-            if name not in names and not name.startswith("__"):
+        for name, annotation in vars(klass).get("__annotations__", {}).items():
+            if name not in names and not name.startswith("__") and not _is_classvar(annotation):
                 names.append(name)
     return names
+
+
+def _is_classvar(annotation: object) -> bool:
+    """`ClassVar[...]` annotations (strings under `from __future__ import annotations`) are not fields."""
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    return text.startswith(("ClassVar", "typing.ClassVar"))
 
 
 def _repr(self: Any) -> str:
@@ -191,4 +197,21 @@ def record(cls: type | None = None, *, frozen: bool = False, slots: bool = True)
     return wrap if cls is None else wrap(cls)
 
 
-__all__ = ["Factory", "record", "save_code_cache"]
+def _names(obj: object) -> tuple[str, ...]:
+    names: tuple[str, ...] = getattr(type(obj), "__record_fields__")  # noqa: B009 - set by @record at run time
+    return names
+
+
+def replace(obj: _T, **changes: Any) -> _T:
+    """A copy of the record `obj` with some fields changed (like `dataclasses.replace`)."""
+    values = {name: getattr(obj, name) for name in _names(obj)}
+    values.update(changes)
+    return type(obj)(**values)
+
+
+def as_dict(obj: object) -> dict[str, Any]:
+    """The record's fields by name, in order (shallow: nested records stay records)."""
+    return {name: getattr(obj, name) for name in _names(obj)}
+
+
+__all__ = ["Factory", "as_dict", "record", "replace", "save_code_cache"]

@@ -14,8 +14,8 @@ from magic_context.store import db
 
 
 @pytest.fixture
-def conn():
-    connection = db.connect(":memory:")
+def conn(tmp_path):
+    connection = db.connect(tmp_path / "atomic.db")
     connection.execute("CREATE TABLE t (x INTEGER)")
     yield connection
     connection.close()

@@ -15,10 +15,10 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from magic_context.errors import MCError
+from magic_context.records import record
 from magic_context.store import compartments as compartment_store
 from magic_context.store import state as state_store
 from magic_context.store.db import atomic, classify
@@ -37,7 +37,7 @@ class StalePublish(MCError):
     """Raised when the session's compartments changed after the chunk was read (another run published)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class PublishResult:
     sequence_from: int
     sequence_to: int

@@ -25,12 +25,12 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from magic_context.errors import MCError
 from magic_context.history import boundary, chunk, publish, trigger
+from magic_context.records import Factory, record
 from magic_context.store import compartments as compartment_store
 from magic_context.store import leases, passes, sessions
 from magic_context.store import raw as raw_store
@@ -38,6 +38,7 @@ from magic_context.store import state as state_store
 from magic_context.store.db import atomic
 
 if TYPE_CHECKING:
+    from magic_context.config.model import MCConfig
     from magic_context.history.extractive import ExtractiveProvider
     from magic_context.llm.chain import Attempt
 
@@ -52,7 +53,7 @@ DEFAULT_THRESHOLD = 65.0
 PUBLISHED, NOTHING, BUSY, FAILED, STALE = "published", "nothing", "busy", "failed", "stale"
 
 
-@dataclass
+@record
 class RunResult:
     """What one run did. `status`: published, nothing (no eligible history), busy (lease held elsewhere),
     failed (every provider failed; see `failure`), stale (another run published first)."""
@@ -67,7 +68,7 @@ class RunResult:
     compartments: int = 0
     facts: int = 0
     provider: str | None = None
-    attempts: list[Attempt] = field(default_factory=list)
+    attempts: list[Attempt] = Factory(factory=list)
     failure: dict[str, Any] | None = None
 
     @property
@@ -143,7 +144,7 @@ def launch_background(conn: sqlite3.Connection, session_pk: int, *, session_id: 
     return True
 
 
-@dataclass
+@record
 class _Session:
     harness: str
     session_id: str
@@ -177,7 +178,7 @@ def _decode(harness: str, stored: list[raw_store.StoredMessage]) -> list[Any]:
     return messages
 
 
-def _threshold(config: Any, model_key: str | None) -> float:
+def _threshold(config: MCConfig, model_key: str | None) -> float:
     value = config.execute_threshold_percentage
     if isinstance(value, dict):
         value = value.get(model_key or "", value.get("default", DEFAULT_THRESHOLD))
@@ -189,7 +190,7 @@ def _last_report(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
     return passes.last_report(conn, session_pk)
 
 
-@dataclass
+@record
 class _Plan:
     bound: boundary.Boundary
     chunk: chunk.Chunk | None
@@ -227,7 +228,7 @@ def _estimate(text: str) -> int:
     return tokens.estimate(text) if text else 0
 
 
-def make_chain(config: Any, provider: Any, the_chunk: chunk.Chunk) -> list[Any]:
+def make_chain(config: MCConfig, provider: Any, the_chunk: chunk.Chunk) -> list[Any]:
     """The provider chain for this run: `provider` (a name or a Provider) else the configured chain; the
     extractive historian for this chunk is always the last entry."""
     from magic_context.history import extractive
@@ -276,8 +277,8 @@ def _degraded(chain: Sequence[Any], winner: str, now_ms: int, failure: dict[str,
 
 
 def run_once(conn: sqlite3.Connection | None = None, session_pk: int | None = None, *, provider: Any = None,
-             keep: int | None = None, emergency: bool = False, now_ms: int | None = None, config: Any = None,
-             lease_holder: str | None = None, mode: str = "inline") -> RunResult:
+             keep: int | None = None, emergency: bool = False, now_ms: int | None = None,
+             config: MCConfig | None = None, lease_holder: str | None = None, mode: str = "inline") -> RunResult:
     """One historian run for `session_pk` (see the module docstring). Never raises for provider trouble;
     storage errors propagate. `keep` selects keep mode (wrapup); `lease_holder` adopts a lease written by
     `launch_background` or held by a wrapup loop (then it is left for that owner to release)."""
@@ -297,7 +298,7 @@ def run_once(conn: sqlite3.Connection | None = None, session_pk: int | None = No
 
 
 def _run(conn: sqlite3.Connection, session_pk: int, *, provider: Any, keep: int | None, emergency: bool,
-         now_ms: int | None, config: Any, lease_holder: str | None, mode: str) -> RunResult:
+         now_ms: int | None, config: MCConfig | None, lease_holder: str | None, mode: str) -> RunResult:
     now = now_ms if now_ms is not None else _now()
     session = _session(conn, session_pk)
     if config is None:
@@ -326,7 +327,7 @@ def _run(conn: sqlite3.Connection, session_pk: int, *, provider: Any, keep: int 
                 release_lease(conn, session_pk, holder)
 
 
-def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, config: Any, *, provider: Any,
+def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, config: MCConfig, *, provider: Any,
              keep: int | None, emergency: bool, now: int, holder: str) -> RunResult:
     from magic_context.history import prompt
     from magic_context.history.validate import validate_historian_output

@@ -16,12 +16,15 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magic_context.history import boundary, publish, runner
+from magic_context.records import Factory, record
 from magic_context.store.db import atomic
 from magic_context.store.sessions import session_info
+
+if TYPE_CHECKING:
+    from magic_context.config.model import MCConfig
 
 COMPLETED = "completed"
 NOTHING_TO_COMPACT = "nothing_to_compact"
@@ -33,7 +36,7 @@ Progress = Callable[[int, int], None]
 """Called after each round with (messages folded so far, messages eligible when the wrapup started)."""
 
 
-@dataclass
+@record
 class WrapupResult:
     """What a wrapup did; `start..end` is the range folded by this wrapup (None when nothing was)."""
 
@@ -45,7 +48,7 @@ class WrapupResult:
     start: int | None = None
     end: int | None = None
     keep: int = boundary.DEFAULT_KEEP
-    providers: list[str] = field(default_factory=list)
+    providers: list[str] = Factory(factory=list)
     failure: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -55,7 +58,7 @@ class WrapupResult:
 
 
 def wrapup(conn: sqlite3.Connection, session_pk: int, *, keep: int = boundary.DEFAULT_KEEP, provider: Any = None,
-           progress: Progress | None = None, config: Any = None, now_ms: int | None = None,
+           progress: Progress | None = None, config: MCConfig | None = None, now_ms: int | None = None,
            max_rounds: int = MAX_ROUNDS) -> WrapupResult:
     """Fold everything but the newest `keep` messages (tool arcs intact) into compartments."""
     now = now_ms if now_ms is not None else int(time.time() * 1000)

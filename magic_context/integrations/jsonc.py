@@ -9,13 +9,13 @@ members and an array's elements, then splices text in or out at those offsets.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from magic_context.errors import BadInput
+from magic_context.records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Span:
     """A value's text range [start, end) and, for object members, its key."""
 

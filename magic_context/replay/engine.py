@@ -19,13 +19,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
 from magic_context import paths
 from magic_context.errors import ContextEmergency, ExitCode, MCError
+from magic_context.records import Factory, record
 from magic_context.transform.protocol import CODECS, dumps, loads
 from magic_context.wire import anthropic
 from magic_context.wire import model as m
@@ -35,7 +35,7 @@ SESSION_ID: Final = "mc-replay"
 PASS_TIMEOUT_S: Final = 120
 
 
-@dataclass
+@record
 class McPass:
     """One served pass: the decoded request, the pass report, and its timing."""
 
@@ -45,7 +45,7 @@ class McPass:
     ms: float
     floor_ms: float
     emergency: bool = False
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = Factory(factory=list)
 
 
 def provider_of(model_id: str | None) -> str:

@@ -7,16 +7,16 @@ and nothing is queued when any requested tag is invalid. Tags already queued are
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 
 from magic_context.errors import BadInput
+from magic_context.records import record
 from magic_context.store import pending as pending_ops
 from magic_context.store import tags as tag_rows
 from magic_context.store.sessions import find_session
 from magic_context.transform.ranges import format_ranges, parse_ranges
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ReduceResult:
     queued: list[int]
     already_pending: list[int]

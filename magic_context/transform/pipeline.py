@@ -39,6 +39,7 @@ TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transfo
 if TYPE_CHECKING:
     from typing import Any
 
+    from magic_context.protocols import Codec
     from magic_context.transform import heuristics
 
 MAX_REPORTS_PER_SESSION = 200
@@ -178,7 +179,7 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
         conn.close()
 
 
-def _decode_and_sync(conn: sqlite3.Connection, inp: PassInput, codec: Any, pk: int, *, skim: int,
+def _decode_and_sync(conn: sqlite3.Connection, inp: PassInput, codec: Codec, pk: int, *, skim: int,
                      fold_through: int, readonly: bool) -> tuple[list[m.Message], raw_store.SyncResult]:
     """Decode the input (skimming the first `skim` messages, folded on the previous pass) and sync it.
 
@@ -207,7 +208,7 @@ def _skim_hint(messages: list[m.Message], fold_through: int) -> int:
     return hint
 
 
-def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, codec: Any, primary: bool,
+def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, codec: Codec, primary: bool,
                compaction: bool, readonly: bool, warnings: list[str], started: float) -> PassResult:
     pk, project_id = _session_row(conn, inp) if not readonly else _existing_session(conn, inp)
     state = SessionState.load(conn, pk)

@@ -21,6 +21,8 @@ TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transfo
 if TYPE_CHECKING:
     from typing import Any, Final
 
+    from magic_context.protocols import Codec
+
 try:
     import orjson
 
@@ -42,7 +44,7 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
 
     _DecodeError = ValueError
 
-CODECS: Final = {m.OPENCODE: opencode, m.PI: pi, m.ANTHROPIC: anthropic, m.OPENAI: openai,
+CODECS: Final[dict[str, Codec]] = {m.OPENCODE: opencode, m.PI: pi, m.ANTHROPIC: anthropic, m.OPENAI: openai,
                   m.OPENAI_RESPONSES: responses}
 
 
