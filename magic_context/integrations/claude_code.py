@@ -107,13 +107,17 @@ def install(scope: Scope, *, dry_run: bool = False) -> SetupResult:
 
 
 def _strip(current: bytes, previous: dict[str, Any]) -> bytes:
-    """The settings without mc's values: the previous base URL back, mc's header lines out."""
+    """The settings without mc's values: the previous base URL back, mc's header lines out; the bytes
+    unchanged when they hold nothing of mc's (a base URL is mc's only when it is the proxy's address)."""
     path = Path("settings.json")
     settings = _load(current, path)
     env = dict(settings.get("env", {}))
+    ours_url = str(env.get(BASE_URL, "")).rstrip("/") in {previous.get("proxy_url"), proxied.proxy_url()}
+    if not ours_url and _user_header_lines(env.get(HEADERS)) == str(env.get(HEADERS) or "").splitlines():
+        return current
     if previous.get(BASE_URL):
         env[BASE_URL] = previous[BASE_URL]
-    else:
+    elif ours_url:
         env.pop(BASE_URL, None)
     lines = _user_header_lines(env.get(HEADERS))
     if lines:

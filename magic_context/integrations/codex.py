@@ -130,6 +130,8 @@ def _strip(current: bytes, previous: dict[str, Any]) -> bytes:
 
     doc = _parse(current, config_file())
     providers = doc.get("model_providers")
+    if (providers is None or PROVIDER not in providers) and _plain(doc.get("model_provider")) != PROVIDER:
+        return current
     if providers is not None and PROVIDER in providers:
         del providers[PROVIDER]
         if not providers:

@@ -89,7 +89,7 @@ def uninstall(harness: str, scope: Scope, config_path: Path, *, strip: Callable[
     record = base.read_manifest(where)
     current = files.read_bytes(config_path)
     plan = Plan()
-    previous = (record or {}).get("previous", {})
+    previous = {**(record or {}).get("previous", {}), "proxy_url": (record or {}).get("proxy_url")}
     config = (record or {}).get("config") or {}
     if current is not None:
         if record is not None and files.sha256(current) == config.get("sha256"):

@@ -44,6 +44,7 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy
 _SESSION_IN_USER_ID = re.compile(r"session_([0-9A-Za-z-]{8,})")
 _AGENT_ID = re.compile(r"[0-9A-Za-z._-]{1,128}")
 _CLAUDE_CWD = re.compile(r"Primary working directory: ([^\n]+)")
+_CODEX_CWD = re.compile(r"<environment_context>\s*<cwd>([^<\n]+)</cwd>")
 
 
 @dataclass(frozen=True)
@@ -164,8 +165,9 @@ def project_dir(headers: Mapping[str, str], default: str, document: Any = None) 
 
 
 def _declared_dir(headers: Mapping[str, str], document: Any) -> str | None:
-    """Codex: the first workspace of its turn metadata; Claude Code: "Primary working directory:" in a
-    `role: system` message or the system prompt (its environment section)."""
+    """Codex: the first workspace of its turn metadata (git checkouts), else the `<cwd>` of its
+    `<environment_context>` item; Claude Code: "Primary working directory:" in a `role: system` message or
+    the system prompt (its environment section)."""
     metadata = headers.get(CODEX_TURN_HEADER)
     if metadata:
         try:
@@ -180,10 +182,13 @@ def _declared_dir(headers: Mapping[str, str], document: Any) -> str | None:
     messages = document.get("messages")
     if isinstance(messages, list):
         texts += [item.get("content") for item in messages if isinstance(item, dict) and item.get("role") == "system"]
+    items = document.get("input")
+    if isinstance(items, list):  # Codex: its <environment_context> user item, among the first few
+        texts += [item.get("content") for item in items[:8] if isinstance(item, dict) and item.get("role") == "user"]
     for text in texts:
         for block in (text if isinstance(text, list) else [text]):
             value = block.get("text") if isinstance(block, dict) else block
-            match = _CLAUDE_CWD.search(value) if isinstance(value, str) else None
+            match = (_CLAUDE_CWD.search(value) or _CODEX_CWD.search(value)) if isinstance(value, str) else None
             if match:
                 return match.group(1).strip()
     return None
