@@ -100,8 +100,6 @@ def install(scope: Scope, *, dry_run: bool = False) -> SetupResult:
 
     notes = [n for n in base.version_warnings("Claude Code", shutil.which(BINARY), TESTED_VERSIONS)
              if "not on PATH" not in n]
-    if os.environ.get(BASE_URL, "").rstrip("/") not in ("", proxy):
-        notes.append(f"{BASE_URL} is set in this shell ({os.environ[BASE_URL]}); unset it so the settings apply")
     return proxied.install(NAME, scope, path, proxy=proxy, render=render, previous=previous, dry_run=dry_run,
                            notes=notes)
 

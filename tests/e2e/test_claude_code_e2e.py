@@ -153,44 +153,54 @@ def test_claude_code_subagent_gets_its_own_session(project, env, fake_provider, 
     assert_key_never_stored(isolated_dirs["data"], API_KEY)
 
 
+def setup(env: dict[str, str], *extra: str) -> dict:
+    proc = h.mc("setup", "--harness", "claude-code", "--global", "--yes", "--json", *extra, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["data"]["results"][0]
+
+
 def test_mc_setup_routes_claude_code_through_the_proxy(project, env, fake_provider, isolated_dirs):
-    """`mc setup --harness claude-code` alone makes the real client go through the proxy: the user's settings
-    named their own base URL (the fake, as a gateway would be); the proxy, started with its default upstream
-    (unreachable offline), forwards there because the installer put it in an `x-mc-upstream` header."""
+    """`mc setup --harness claude-code --global` alone makes the real client go through the proxy: the user's
+    settings (in a throwaway HOME) named their own base URL (the fake, as a gateway would be); the proxy,
+    started with its default upstream (unreachable offline), forwards there because the installer put it in
+    an `x-mc-upstream` header. (Global, not project: with the base URL only in a project's settings, Claude
+    Code 2.1.332 still resolves api.anthropic.com at start-up, a ~20 s stall where DNS hangs; see README.)"""
     clients.require("claude")
-    settings = project / ".claude" / "settings.json"
-    settings.parent.mkdir()
+    settings = Path(env["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
     original = json.dumps({"permissions": {"allow": ["Bash(echo:*)"]},
                            "env": {"ANTHROPIC_BASE_URL": fake_provider.url, "MY_OWN": "1"}}, indent=4).encode()
     settings.write_bytes(original)
     fake_provider.script([], default=tool_round(*BASH, FINAL))
 
     with mc_proxy(env, cwd=isolated_dirs["data"].parent) as proxy:
-        installed = h.setup("claude-code", project, env)
-        assert installed["changed"]
+        installed = setup(env)
+        assert installed["changed"] and installed["scope"]["kind"] == "global"
         configured = json.loads(settings.read_text())["env"]
         assert configured["ANTHROPIC_BASE_URL"] == proxy.url and configured["MY_OWN"] == "1"
-        assert f"x-mc-upstream: {fake_provider.url}" in configured["ANTHROPIC_CUSTOM_HEADERS"]
-        assert h.setup("claude-code", project, env)["changed"] is False  # idempotent
+        assert configured["ANTHROPIC_CUSTOM_HEADERS"] == f"x-mc-upstream: {fake_provider.url}"
+        assert setup(env)["changed"] is False  # idempotent
 
         run = claude(project, client_env(env, None), "Run echo via bash, then say done.", "Bash")
         on_path = dict(env, PATH=f"{clients.require('claude').path.parent}:{env['PATH']}")
-        doctor = h.mc("doctor", "--project", str(project), "--json", env=on_path)
+        doctor = h.mc("doctor", "--json", env=on_path, cwd=project)
 
     assert run.returncode == 0, run.explain()
     assert FINAL in run.stdout, run.explain()
+    assert run.seconds < 30, run.explain()
     calls = h.main_requests(fake_provider.requests)
     assert len(calls) == 2
     for call in calls:
         assert h.first_user_text(call).startswith("<session-history>")
         assert not any(name.startswith("x-mc-") for name in call.headers)
+    assert_prefix_kept(calls[0], calls[1])
     (row,) = session_rows(env)
-    assert row[1] == session_of(calls[0]) and row[2] == str(project)  # from the installer's header
+    assert row[1] == session_of(calls[0]) and row[2] == str(project)
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["data"]["checks"]}
-    check = checks["claude-code_project"]
+    check = checks["claude-code_global"]
     assert check["status"] == "ok" and f"mc proxy at {proxy.url} (answering)" in check["detail"], check
 
-    removed = h.mc("setup", "--harness", "claude-code", "--project", str(project), "--uninstall", "--yes", env=env)
+    removed = h.mc("setup", "--harness", "claude-code", "--global", "--uninstall", "--yes", env=env)
     assert removed.returncode == 0, removed.stderr
     assert settings.read_bytes() == original
     assert_key_never_stored(isolated_dirs["data"], API_KEY)
