@@ -36,6 +36,12 @@ def test_agent_session_names() -> None:
     assert routes.agent_session(None, {"x-claude-code-agent-id": "a0e2"}) is None  # the fingerprint decides
     odd = routes.agent_session("s1", {"x-claude-code-agent-id": "has spaces/and slashes"})
     assert odd is not None and odd.startswith("s1/agent-") and " " not in odd and odd.count("/") == 1
+    # Labelled side requests (seen in the 2.1.332 binary, not in an offline -p run) are filed apart too.
+    assert routes.agent_session("s1", {"x-claude-code-auxiliary-type": "extract_memories"}) == "s1/aux-extract_memories"
+    assert routes.agent_session("s1", {"x-claude-code-request-class": "compaction"}) == "s1/compaction"
+    assert routes.agent_session("s1", {"x-claude-code-request-class": "main"}) == "s1"
+    assert routes.agent_session("s1", {"x-claude-code-agent-id": "a1", "x-claude-code-request-class": "subagent"}) \
+        == "s1/agent-a1"
 
 
 def test_upstream_override_takes_only_http_urls() -> None:

@@ -33,6 +33,11 @@ LIMIT_HEADER = "x-mc-context-limit"
 UPSTREAM_HEADER = "x-mc-upstream"  # the base URL this client's requests go on to (its original provider)
 # Claude Code names the subagent a request belongs to (and its parent); a subagent keeps its own history.
 AGENT_HEADER = "x-claude-code-agent-id"
+# Claude Code's side requests (memory extraction, compaction, side replies) reuse the session id with a
+# message list of their own; when it labels them, they are filed apart too.
+AUXILIARY_HEADER = "x-claude-code-auxiliary-type"
+REQUEST_CLASS_HEADER = "x-claude-code-request-class"
+SIDE_CLASSES = frozenset({"compaction", "auxiliary", "side_reply", "workflow"})
 # Codex's per-turn metadata (JSON): `workspaces` names the directory it works in.
 CODEX_TURN_HEADER = "x-codex-turn-metadata"
 # Session ids the clients send: Claude Code, Codex, OpenCode (after mc's own header).
@@ -121,15 +126,28 @@ def session_from_headers(headers: Mapping[str, str]) -> str | None:
     return next((unquote(headers[name]) for name in SESSION_HEADERS if headers.get(name)), None)
 
 
+def _label(value: str) -> str:
+    return value if _AGENT_ID.fullmatch(value) else hashlib.sha256(value.encode()).hexdigest()[:16]
+
+
 def agent_session(session: str | None, headers: Mapping[str, str]) -> str | None:
     """A Claude Code subagent's own session, `<session>/agent-<agent id>`: its requests carry the parent's
-    session id but a history of their own, which must not be filed as the next turn of the parent's."""
-    agent = (headers.get(AGENT_HEADER) or "").strip()
-    if not session or not agent:
+    session id but a history of their own, which must not be filed as the next turn of the parent's.
+    Labelled side requests get `/aux-<type>` (x-claude-code-auxiliary-type) or `/<class>` (a side
+    x-claude-code-request-class: compaction, auxiliary, side_reply, workflow) for the same reason."""
+    if not session:
         return session
-    if not _AGENT_ID.fullmatch(agent):
-        agent = hashlib.sha256(agent.encode()).hexdigest()[:16]
-    return f"{session}/agent-{agent}"
+    parts = [session]
+    agent = (headers.get(AGENT_HEADER) or "").strip()
+    if agent:
+        parts.append(f"agent-{_label(agent)}")
+    auxiliary = (headers.get(AUXILIARY_HEADER) or "").strip()
+    request_class = (headers.get(REQUEST_CLASS_HEADER) or "").strip().lower()
+    if auxiliary:
+        parts.append(f"aux-{_label(auxiliary)}")
+    elif request_class in SIDE_CLASSES:
+        parts.append(request_class)
+    return "/".join(parts)
 
 
 def session_from_body(document: Any, route: Route) -> str | None:
@@ -205,7 +223,7 @@ def context_limit(headers: Mapping[str, str]) -> str | None:
     return value if value.isdigit() and int(value) > 0 else None
 
 
-__all__ = ["AGENT_HEADER", "ANTHROPIC", "AUTH_HEADERS", "CHAT", "LIMIT_HEADER", "PROJECT_HEADER", "RESPONSES",
-           "SESSION_HEADER", "SESSION_HEADERS", "UPSTREAM_HEADER", "Route", "agent_session", "context_limit",
-           "forward_headers", "model_route", "project_dir", "response_headers", "secrets", "session_from_body",
-           "session_from_headers", "upstream_for", "upstream_override", "upstream_url"]
+__all__ = ["AGENT_HEADER", "ANTHROPIC", "AUTH_HEADERS", "AUXILIARY_HEADER", "CHAT", "LIMIT_HEADER", "PROJECT_HEADER",
+           "REQUEST_CLASS_HEADER", "RESPONSES", "SESSION_HEADER", "SESSION_HEADERS", "UPSTREAM_HEADER", "Route",
+           "agent_session", "context_limit", "forward_headers", "model_route", "project_dir", "response_headers",
+           "secrets", "session_from_body", "session_from_headers", "upstream_for", "upstream_override", "upstream_url"]
