@@ -108,7 +108,7 @@ def test_claude_code_global_install_creates_and_removes_the_file(world, monkeypa
     written = json.loads((tmp_path / "claude-dir" / "settings.json").read_text())
     assert written == {"env": {"ANTHROPIC_BASE_URL": PROXY}}  # no project header for a global install
     claude_code.uninstall(scope)
-    assert not (tmp_path / "claude-dir" / "settings.json").exists()
+    assert not (tmp_path / "claude-dir").exists()  # the file and the directory the install created
 
 
 def test_claude_code_refuses_a_broken_settings_file(world):

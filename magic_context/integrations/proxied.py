@@ -57,6 +57,8 @@ def install(harness: str, scope: Scope, config_path: Path, *, proxy: str, render
     earlier = base.read_manifest(where) or {}
     before = files.read_bytes(config_path)
     after = render(before)
+    created_dirs = earlier.get("created_dirs") if earlier else \
+        [str(d) for d in base.missing_dirs([config_path.parent])]
     plan = Plan()
     plan.write(config_path, after, f"route {harness} through mc proxy at {proxy}")
     result.changes += files.apply(plan, dry_run=dry_run, label=harness)
@@ -70,7 +72,7 @@ def install(harness: str, scope: Scope, config_path: Path, *, proxy: str, render
         config_record.update(created=False, backup=None)
     config_record["sha256"] = files.sha256(after)
     record = {"harness": harness, "mc_version": __version__, "scope": scope.as_dict(), "proxy_url": proxy,
-              "config": config_record, "previous": earlier.get("previous", previous)}
+              "config": config_record, "previous": earlier.get("previous", previous), "created_dirs": created_dirs}
     plan = Plan()
     plan.write(where / base.MANIFEST, (json.dumps(record, indent=2, sort_keys=True) + "\n").encode(),
                "install record (what to restore on --uninstall)")
@@ -104,6 +106,8 @@ def uninstall(harness: str, scope: Scope, config_path: Path, *, strip: Callable[
             if record is not None:
                 result.notes.append(f"{config_path} changed since the install: removed only mc's values")
             plan.write(config_path, strip(current, previous), "mc's values removed")
+    for directory in reversed((record or {}).get("created_dirs") or []):
+        plan.rmdir(Path(directory), "created by the install (empty)")
     plan.delete(where / base.MANIFEST, "install record", backup=False)
     plan.rmdir(where)
     result.changes += files.apply(plan, dry_run=dry_run, label=f"{harness}-uninstall")
