@@ -49,6 +49,7 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy
 _SESSION_IN_USER_ID = re.compile(r"session_([0-9A-Za-z-]{8,})")
 _AGENT_ID = re.compile(r"[0-9A-Za-z._-]{1,128}")
 _CLAUDE_CWD = re.compile(r"Primary working directory: ([^\n]+)")
+_EARLY = 8  # how many leading messages / input items may state the working directory
 _CODEX_CWD = re.compile(r"<environment_context>\s*<cwd>([^<\n]+)</cwd>")
 
 
@@ -198,11 +199,13 @@ def _declared_dir(headers: Mapping[str, str], document: Any) -> str | None:
         return None
     texts: list[Any] = [document.get("system")]
     messages = document.get("messages")
-    if isinstance(messages, list):
-        texts += [item.get("content") for item in messages if isinstance(item, dict) and item.get("role") == "system"]
+    if isinstance(messages, list):  # Claude Code states it early: only the first few messages are read
+        texts += [item.get("content") for item in messages[:_EARLY] if isinstance(item, dict)
+                  and item.get("role") == "system"]
     items = document.get("input")
     if isinstance(items, list):  # Codex: its <environment_context> user item, among the first few
-        texts += [item.get("content") for item in items[:8] if isinstance(item, dict) and item.get("role") == "user"]
+        texts += [item.get("content") for item in items[:_EARLY] if isinstance(item, dict)
+                  and item.get("role") == "user"]
     for text in texts:
         for block in (text if isinstance(text, list) else [text]):
             value = block.get("text") if isinstance(block, dict) else block
