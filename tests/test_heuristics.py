@@ -165,6 +165,19 @@ def test_smart_drops_superseded_todos_meta_tools_and_older_edits() -> None:
     }
 
 
+def test_superseded_edits_are_matched_by_any_path_key_and_only_by_path() -> None:
+    messages = build(
+        tool("edit", path="a.py"), tool("patch", filename="b.py"), tool("edit", path="c.py"),  # c0 c1 c2
+        tool("multiedit", filename="a.py"), tool("apply_patch", path="b.py"),                 # c3 c4
+        tool("edit", text="no path at all"), tool("edit", text="no path at all"),              # c5 c6
+        tool("edit", path=["a.py"]), tool("edit", path=["a.py"]),                              # c7 c8: not a str
+    )
+    sites = tag_sites(messages)
+    next(s for s in sites if s.call and s.call[1].tool_id == "c2").call[1].input = "c.py"  # not a dict
+    drops = heuristics.smart_drops(sites, protected_from=99)
+    assert {d.site.call[1].tool_id: d.mode for d in drops} == {"c0": MODE_EDIT_MARKER, "c1": MODE_EDIT_MARKER}
+
+
 def test_smart_drops_leave_the_protected_window_alone() -> None:
     messages = build(tool("todowrite", todos="1"), tool("todowrite", todos="2"), tool("bash_status"),
                      tool("edit", path="a.py"), tool("edit", path="a.py"), tool("todowrite", todos="3"))
