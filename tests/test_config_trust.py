@@ -56,6 +56,8 @@ CASES: list[tuple[str, Any, Any, bool]] = [
     ("cache_ttl", None, "1ms", REJECT),
     ("cache_ttl", None, "1h", ACCEPT),
     ("cache_ttl", "1h", "30m", REJECT),
+    ("cache_ttl", "never", "1h", REJECT),  # nothing is longer than never
+    ("cache_ttl", "1h", "never", ACCEPT),
     ("execute_threshold_percentage", None, 40, REJECT),
     ("execute_threshold_percentage", None, 80, ACCEPT),
     ("execute_threshold_tokens", None, {"default": 5000}, REJECT),
@@ -64,6 +66,7 @@ CASES: list[tuple[str, Any, Any, bool]] = [
     ("execute_threshold_tokens", {"default": 100_000}, {"default": 150_000}, ACCEPT),
     ("protected_tags", None, 5, REJECT),
     ("protected_tags", None, 40, ACCEPT),
+    ("protected_tags", 30, 30, ACCEPT),  # the same value is neither a raise nor a lowering
     ("nudge_interval_tokens", None, 1000, REJECT),
     ("nudge_interval_tokens", None, 20_000, ACCEPT),
     ("auto_drop_tool_age", None, 10, REJECT),
@@ -114,6 +117,7 @@ CASES: list[tuple[str, Any, Any, bool]] = [
     ("historian.fallback", None, ["command"], REJECT),
     ("historian.timeout_ms", None, 999_999_999_999, REJECT),
     ("historian.timeout_ms", None, 60_000, ACCEPT),
+    ("historian.timeout_ms", 120_000, 120_000, ACCEPT),
     ("historian.max_retries", None, 10, REJECT),
     ("historian.max_retries", None, 0, ACCEPT),
     ("historian.temperature", None, 1.5, REJECT),
@@ -337,3 +341,40 @@ def test_repro_trust_bypass_script_now_holds(tmp_path: Path) -> None:
     for key in ("execute_threshold_tokens", "cache_ttl", "historian.timeout_ms"):
         assert f": {key}: a project config may only" in out[2], key
     assert out[3].startswith("effective historian.timeout_ms: 300000 ")
+
+
+def test_enforce_direction_prunes_emptied_tables_and_leaves_its_input_alone() -> None:
+    project = {"historian": {"timeout_ms": 10**9}, "memory": {"auto_search": {"enabled": True, "min_prompt_chars": 50}}}
+    user = {"historian": {"timeout_ms": 300_000}, "memory": {"auto_search": {"enabled": False, "min_prompt_chars": 20}}}
+    clean, warnings = trust.enforce_direction(project, user, "p.toml")
+    assert clean == {"memory": {"auto_search": {"min_prompt_chars": 50}}}
+    assert project["historian"] == {"timeout_ms": 10**9}  # a copy was edited, not the caller's dict
+    assert [(w.file, w.key, w.reason) for w in warnings] == [
+        ("p.toml", "memory.auto_search.enabled", "a project config may only lower this (True > your False); ignored"),
+        ("p.toml", "historian.timeout_ms",
+         "a project config may only lower this (1000000000 > your 300000); ignored"),
+    ]
+
+
+def test_direction_messages_name_the_values_and_the_model() -> None:
+    raise_ = trust.enforce_direction({"cache_ttl": "1ms"}, {"cache_ttl": "5m"}, "f")[1]
+    assert [w.reason for w in raise_] == ["a project config may only raise this ('1ms' < your '5m'); ignored"]
+    tokens = trust.enforce_direction({"execute_threshold_tokens": {"default": 9000}}, {}, "f")[1]
+    assert [w.reason for w in tokens] == [
+        "a project config may only raise what your config sets (it sets nothing); ignored"]
+    per_model = trust.enforce_direction({"cache_ttl": {"openai/y": "1m"}},
+                                        {"cache_ttl": {"default": "5m", "anthropic/x": "1h"}}, "f")
+    # the keys the project does not set (anthropic/x, default) are skipped, openai/y is still checked
+    assert per_model[0] == {}
+    assert [w.reason for w in per_model[1]] == [
+        "a project config may only raise this ('1m' < your '5m' for openai/y); ignored"]
+
+
+def test_durations_in_ms() -> None:
+    assert trust.duration_ms(" 5m ") == 300_000
+    assert trust.duration_ms("1.5s") == 1500
+    assert trust.duration_ms("2h") == 7_200_000 and trust.duration_ms("1d") == 86_400_000
+    assert trust.duration_ms("250ms") == 250
+    assert trust.duration_ms("never") == float("inf")
+    with pytest.raises(ValueError, match="not a duration"):
+        trust.duration_ms("5 minutes")
