@@ -17,12 +17,11 @@ JSON_HELP = "Print a JSON envelope on stdout."
 def _scope(conn: Any, session: str | None, harness: str | None, project: Path | None) -> tuple[int | None, str]:
     """(session pk or None, project identity): a session's own project unless --project says otherwise."""
     from magic_context import project as identity
-    from magic_context.store import notes as note_store
-    from magic_context.tools.reduce import find_session
+    from magic_context.store import sessions
 
     if session:
-        pk = find_session(conn, session, harness)
-        filed = note_store.session_project(conn, pk)
+        pk = sessions.find_session(conn, session, harness)
+        filed = (sessions.session_info(conn, pk) or {}).get("project_id")
         if project is None and filed:
             return pk, filed
         return pk, identity.identity(project or Path.cwd())

@@ -15,12 +15,13 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from magic_context.errors import BadInput, NotFound
 from magic_context.memory import model
+from magic_context.records import Factory, record
 from magic_context.store import memories as store
+from magic_context.store.db import atomic
 
 MAX_MERGE = 20
 #: How long the mutation log keeps a change for m[1]'s `<memory-updates>`; a session whose m[0] is older
@@ -32,7 +33,7 @@ def _now(now_ms: int | None) -> int:
     return int(time.time() * 1000) if now_ms is None else now_ms
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AddResult:
     memory: dict[str, Any]
     created: bool  # False: an exact duplicate existed and its seen_count went up
@@ -47,10 +48,10 @@ class AddResult:
         return text
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MergeResult:
     memory: dict[str, Any]
-    superseded: list[int] = field(default_factory=list)
+    superseded: list[int] = Factory(factory=list)
 
     def message(self) -> str:
         ids = ", ".join(str(i) for i in self.superseded)
@@ -83,7 +84,7 @@ def add(conn: sqlite3.Connection, project_id: str, content: str, category: str, 
     weight = model.DEFAULT_IMPORTANCE if importance is None else model.importance(importance)
     digest = model.content_hash(text)
     expires = model.historian_expiry(cat, now) if source == model.HISTORIAN and not permanent else None
-    with store.transaction(conn):
+    with atomic(conn):
         existing = store.find_by_hash(conn, project_id, cat, digest)
         if existing is not None:
             store.bump_seen(conn, existing["id"], now, expires_at=expires)
@@ -104,7 +105,7 @@ def promote_facts(conn: sqlite3.Connection, project_id: str, session_id: str | N
     repeat only bumps counters, even on an archived row: the user's archive decision stands.
     """
     new = seen = 0
-    with store.transaction(conn):
+    with atomic(conn):
         store.prune_mutations(conn, now_ms - MUTATION_RETENTION_MS)  # publishes are regular: housekeeping rides them
         for category, content in facts:
             try:
@@ -138,7 +139,7 @@ def edit(conn: sqlite3.Connection, memory_id: int, *, content: str | None = None
     text = model.content(content) if content is not None else None
     cat = model.category(category, legacy=True) if category is not None else None
     weight = model.importance(importance) if importance is not None else None
-    with store.transaction(conn):
+    with atomic(conn):
         row = get(conn, memory_id, project_id=project_id)
         _mutable(row, "editing")
         fields: dict[str, Any] = {}
@@ -170,7 +171,7 @@ def archive(conn: sqlite3.Connection, ids: Iterable[int], *, reason: str | None 
     """Archive memories (all or none); the reason goes to metadata_json.archive_reason."""
     now = _now(now_ms)
     wanted = _distinct(ids, least=1)
-    with store.transaction(conn):
+    with atomic(conn):
         rows = [get(conn, i, project_id=project_id) for i in wanted]
         for row in rows:
             _mutable(row, "archiving")
@@ -188,7 +189,7 @@ def restore(conn: sqlite3.Connection, memory_id: int, *, project_id: str | None 
             now_ms: int | None = None) -> dict[str, Any]:
     """Make an archived (or superseded, or expired) memory active again, with no TTL."""
     now = _now(now_ms)
-    with store.transaction(conn):
+    with atomic(conn):
         row = get(conn, memory_id, project_id=project_id)
         expired = row["expires_at"] is not None and row["expires_at"] <= now
         if row["status"] != model.ARCHIVED and row["superseded_by"] is None and not expired:
@@ -216,7 +217,7 @@ def merge(conn: sqlite3.Connection, ids: Iterable[int], *, content: str | None =
         raise BadInput(f"ids: at most {MAX_MERGE} memories can be merged at once (got {len(wanted)})")
     text = model.content(content) if content is not None else None
     source = model.source_type(source_type)
-    with store.transaction(conn):
+    with atomic(conn):
         rows = [get(conn, i, project_id=project_id) for i in wanted]
         for row in rows:
             _mutable(row, "merging")
@@ -263,7 +264,7 @@ def merge(conn: sqlite3.Connection, ids: Iterable[int], *, content: str | None =
 
 def prune(conn: sqlite3.Connection, *, now_ms: int | None = None) -> int:
     """Drop mutation-log rows past `MUTATION_RETENTION_MS`; how many went."""
-    with store.transaction(conn):
+    with atomic(conn):
         return store.prune_mutations(conn, _now(now_ms) - MUTATION_RETENTION_MS)
 
 
@@ -272,7 +273,7 @@ def remove(conn: sqlite3.Connection, ids: Iterable[int], *, project_id: str | No
     """Delete memories for good (all or none); rows they superseded keep their archived status."""
     now = _now(now_ms)
     wanted = _distinct(ids, least=1)
-    with store.transaction(conn):
+    with atomic(conn):
         rows = [get(conn, i, project_id=project_id) for i in wanted]
         for row in rows:
             store.delete(conn, row["id"])
@@ -282,7 +283,7 @@ def remove(conn: sqlite3.Connection, ids: Iterable[int], *, project_id: str | No
 
 def record_retrieval(conn: sqlite3.Connection, ids: Iterable[int], *, now_ms: int | None = None) -> int:
     """Count an explicit search returning these memories (never call it for automatic hints)."""
-    with store.transaction(conn):
+    with atomic(conn):
         return store.record_retrieval(conn, ids, _now(now_ms))
 
 

@@ -13,8 +13,8 @@ import time
 from typing import Any
 
 from magic_context.errors import BadInput, NotFound
-from magic_context.store import memories as memory_store
 from magic_context.store import notes as store
+from magic_context.store.db import atomic
 
 SESSION, PROJECT = "session", "project"
 ACTIVE, PENDING, READY, DISMISSED = "active", "pending", "ready", "dismissed"
@@ -46,7 +46,7 @@ def add(conn: sqlite3.Connection, content: str, *, project_id: str, session_pk: 
         raise BadInput(f"scope: unknown note scope {scope!r}", fix="use session or project")
     if scope == SESSION and session_pk is None:
         raise BadInput("a session note needs a session", fix="pass --session ID, or --project-note")
-    with memory_store.transaction(conn):
+    with atomic(conn):
         note_id = store.insert(conn, {
             "type": scope, "status": PENDING if condition else ACTIVE, "content": text, "session_pk": session_pk,
             "project_id": project_id, "surface_condition": condition, "created_at": now, "updated_at": now,
@@ -79,7 +79,7 @@ def dismiss(conn: sqlite3.Connection, note_id: int, *, session_pk: int | None = 
             now_ms: int | None = None) -> dict[str, Any]:
     """Mark a note dismissed; NotFound when unknown, out of scope or already dismissed."""
     now = _now(now_ms)
-    with memory_store.transaction(conn):
+    with atomic(conn):
         row = store.get(conn, note_id)
         if not _visible(row, session_pk, project_id) or (row or {}).get("status") == DISMISSED:
             raise NotFound(f"note #{note_id} not found in your session/project or already dismissed",
@@ -91,7 +91,7 @@ def dismiss(conn: sqlite3.Connection, note_id: int, *, session_pk: int | None = 
 def mark_ready(conn: sqlite3.Connection, note_id: int, reason: str, *, now_ms: int | None = None) -> dict[str, Any]:
     """The dreamer found a pending note's condition met."""
     now = _now(now_ms)
-    with memory_store.transaction(conn):
+    with atomic(conn):
         row = store.get(conn, note_id)
         if row is None or row["status"] != PENDING:
             raise NotFound(f"note #{note_id} is not a pending note with a condition")
@@ -102,7 +102,7 @@ def mark_ready(conn: sqlite3.Connection, note_id: int, reason: str, *, now_ms: i
 
 def mark_checked(conn: sqlite3.Connection, note_id: int, *, now_ms: int | None = None) -> None:
     """The dreamer looked at a pending note and found its condition not met (yet)."""
-    with memory_store.transaction(conn):
+    with atomic(conn):
         store.update(conn, note_id, last_checked_at=_now(now_ms))
 
 

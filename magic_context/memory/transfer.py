@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from magic_context.errors import BadInput
 from magic_context.memory import model
+from magic_context.records import record
 from magic_context.store import memories as store
+from magic_context.store.db import atomic
 
 FORMAT = "mc-memory/1"
 EXPORTED = ("id", "category", "content", "status", "importance", "source_type", "source_session", "seen_count",
@@ -27,7 +28,7 @@ _INTS = ("seen_count", "retrieval_count", "created_at", "updated_at", "last_seen
          "expires_at", "superseded_by")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ImportResult:
     imported: int
     existing: int
@@ -119,7 +120,7 @@ def import_lines(conn: sqlite3.Connection, project_id: str, lines: Iterable[str]
     items = parse(lines)
     ids: dict[int, int] = {}
     imported = existing = 0
-    with store.transaction(conn):
+    with atomic(conn, commit=not dry_run):
         pending_links: list[tuple[int, dict[str, Any]]] = []
         for item in items:
             digest = model.content_hash(item["content"])
@@ -145,24 +146,12 @@ def import_lines(conn: sqlite3.Connection, project_id: str, lines: Iterable[str]
             merged = sorted({ids[i] for i in item["merged_from"] if i in ids})
             if by is not None or merged:
                 store.update(conn, new_id, superseded_by=by, merged_from=merged)
-        if dry_run:
-            raise _DryRun(ImportResult(imported, existing, ids))
     return ImportResult(imported, existing, ids)
-
-
-class _DryRun(Exception):
-    def __init__(self, result: ImportResult) -> None:
-        super().__init__("dry run")
-        self.result = result
 
 
 def import_dry_run(conn: sqlite3.Connection, project_id: str, lines: Iterable[str], *, now_ms: int) -> ImportResult:
     """What `import_lines` would do, rolled back."""
-    try:
-        import_lines(conn, project_id, lines, now_ms=now_ms, dry_run=True)
-    except _DryRun as done:
-        return done.result
-    raise AssertionError("unreachable")  # pragma: no cover
+    return import_lines(conn, project_id, lines, now_ms=now_ms, dry_run=True)
 
 
 __all__ = ["EXPORTED", "FORMAT", "ImportResult", "export_lines", "import_dry_run", "import_lines", "parse",

@@ -24,35 +24,12 @@ VISIBLE_STATE_KEY = "visible_memory_ids"
 _SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM memories"
 _ELIGIBLE = ("status IN ('active', 'permanent') AND superseded_by IS NULL "
              "AND (expires_at IS NULL OR expires_at > ?)")
-_SAVEPOINT = "mc_memories"
 
 
 def _row(values: Any) -> dict[str, Any]:
     row = dict(zip(COLUMNS, tuple(values), strict=True))
     row["merged_from"] = json.loads(row["merged_from"]) if row["merged_from"] else []
     return row
-
-
-class transaction:  # lower case: it reads like the function it stands for
-    """`BEGIN IMMEDIATE … COMMIT`, or a savepoint inside the caller's open transaction (the historian publish)."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self.nested = False
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.nested = self.conn.in_transaction
-        self.conn.execute(f"SAVEPOINT {_SAVEPOINT}" if self.nested else "BEGIN IMMEDIATE")
-        return self.conn
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is None:
-            self.conn.execute(f"RELEASE {_SAVEPOINT}" if self.nested else "COMMIT")
-        elif self.nested:
-            self.conn.execute(f"ROLLBACK TO {_SAVEPOINT}")
-            self.conn.execute(f"RELEASE {_SAVEPOINT}")
-        elif self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
 
 
 # --- reads -------------------------------------------------------------------------------------
@@ -256,7 +233,6 @@ __all__ = [
     "prune_mutations",
     "record_retrieval",
     "select",
-    "transaction",
     "update",
     "visible_ids",
 ]

@@ -63,12 +63,6 @@ def select(conn: sqlite3.Connection, *, session_pk: int | None, project_id: str 
     return [_row(r) for r in conn.execute(sql, args)]
 
 
-def session_project(conn: sqlite3.Connection, session_pk: int) -> str | None:
-    """The project identity a session was filed under (None when unknown)."""
-    row = conn.execute("SELECT project_id FROM sessions WHERE id = ?", (session_pk,)).fetchone()
-    return str(row[0]) if row is not None and row[0] else None
-
-
 def update(conn: sqlite3.Connection, note_id: int, **fields: Any) -> None:
     names = sorted(fields)
     conn.execute(f"UPDATE notes SET {', '.join(f'{n} = ?' for n in names)} WHERE id = ?",
@@ -94,4 +88,4 @@ def counts(conn: sqlite3.Connection, session_pk: int | None, project_id: str | N
     return out
 
 
-__all__ = ["COLUMNS", "counts", "get", "insert", "select", "session_project", "update"]
+__all__ = ["COLUMNS", "counts", "get", "insert", "select", "update"]
