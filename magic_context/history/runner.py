@@ -33,6 +33,7 @@ from magic_context.history import boundary, chunk, publish, trigger
 from magic_context.records import Factory, record
 from magic_context.store import compartments as compartment_store
 from magic_context.store import leases, passes, sessions
+from magic_context.store import memories as memory_store
 from magic_context.store import raw as raw_store
 from magic_context.store import state as state_store
 from magic_context.store.db import atomic
@@ -348,9 +349,8 @@ def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, confi
     the_chunk = p.chunk
     final = not the_chunk.has_more
     references = compartment_store.references(conn, session_pk, prompt.MAX_REFERENCES)
-    memories = conn.execute("SELECT category, content FROM memories WHERE project_id = ? AND status IN "
-                            "('active', 'permanent') ORDER BY importance DESC, id LIMIT ?",
-                            (session.project_id, prompt.MAX_MEMORIES)).fetchall() if session.project_id else []
+    memories = memory_store.for_prompt(conn, session.project_id, now, prompt.MAX_MEMORIES) \
+        if session.project_id else []
     text = prompt.build_prompt(the_chunk, references, memories)
     no_discard = emergency or (keep is not None and final)
 

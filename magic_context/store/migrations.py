@@ -214,6 +214,35 @@ CREATE TABLE IF NOT EXISTS response_usage (
     )
 
 
+@migrations()
+def m003_memories_notes(db: Database) -> None:
+    """Memory merges and retrieval counters, the memory mutation log m[1] reads, note lifecycle columns, indexes."""
+    _run(
+        db,
+        """
+ALTER TABLE memories ADD COLUMN merged_from TEXT;
+ALTER TABLE memories ADD COLUMN last_retrieved_at INTEGER;
+CREATE INDEX IF NOT EXISTS memories_by_project ON memories (project_id, status, id);
+CREATE INDEX IF NOT EXISTS memories_by_superseded ON memories (superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE TABLE IF NOT EXISTS memory_mutations (
+    id INTEGER PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    memory_id INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    superseded_by INTEGER,
+    at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memory_mutations_by_project ON memory_mutations (project_id, id);
+ALTER TABLE notes ADD COLUMN ready_reason TEXT;
+ALTER TABLE notes ADD COLUMN last_checked_at INTEGER;
+ALTER TABLE notes ADD COLUMN dismissed_at INTEGER;
+ALTER TABLE notes ADD COLUMN anchor_ordinal INTEGER;
+CREATE INDEX IF NOT EXISTS notes_by_session ON notes (session_pk, status, id);
+CREATE INDEX IF NOT EXISTS notes_by_project ON notes (project_id, status, id)
+""",
+    )
+
+
 @record(frozen=True)
 class MigrationStatus:
     """What `mc migrate` reports: names already applied and names still pending."""

@@ -257,7 +257,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     head_tokens = int(state.get("m0_tokens", 0)) + int(state.get("m1_tokens", 0))
     raw_total = sum(msg_tokens)
     anchors = list(state.get("nudges") or [])
-    nudge_tokens = sum(_estimate(a.get("text", "")) for a in anchors) if reduce_ok else 0
+    nudge_tokens = sum(_estimate(a.get("text", "")) for a in anchors)
 
     def served(site_list: list[tagger.Site], kept_list: list[m.Message] | None = None,
                stripped_ids: frozenset[str] | set[str] = frozenset(), reasoning: dict | None = None) -> int:
@@ -353,12 +353,18 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     temporal.apply(kept, markers)
 
     nudge_state = dict(state.get("nudge_state") or {})
-    if reduce_ok:
-        nudges.replay(kept, anchors)
-        if not readonly:
-            meas = nudges.measure(sites, protected_from)
-            quiet = bool(done_pending) or any(d.lane == "ctx_reduce" for d in new_drops)
-            text = nudges.decide(meas, nudge_state, quiet=quiet)
+    nudges.replay(kept, anchors)  # ctx_reduce nudges and the deferred-notes nudge
+    if reduce_ok and not readonly:
+        meas = nudges.measure(sites, protected_from)
+        quiet = bool(done_pending) or any(d.lane == "ctx_reduce" for d in new_drops)
+        text = nudges.decide(meas, nudge_state, quiet=quiet)
+        if text:
+            nudges.fire(kept, anchors, text)
+    if primary and not readonly and state.get("note_trigger_at"):  # = note_nudge.TRIGGER_KEY: loaded on a trigger only
+        from magic_context.transform import note_nudge
+
+        if note_nudge.pending(state):
+            text = note_nudge.step(conn, state, kept, session_pk=pk, project_id=project_id, now_ms=inp.now_ms)
             if text:
                 nudges.fire(kept, anchors, text)
 
@@ -374,15 +380,17 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
             memory_budget=int(hot["memory.injection_budget_tokens"]), temporal=bool(hot["temporal_awareness"]),
             include_history=compaction and primary, include_memory=bool(hot["memory.enabled"]),
             include_docs=bool(hot["dreamer.inject_docs"]),
-            estimate=history_render.estimate_tokens)
+            estimate=history_render.estimate_tokens, now_ms=inp.now_ms)
         if not hard:
-            m1_text = head.render_m1(conn, ctx, m0_meta)
+            m1_text, visible_memories = head.render_m1(conn, ctx, m0_meta)
             if head.m1_too_large(m1_text, ctx):
                 hard, hard_reasons = True, ["m[1] pressure backstop"]
         if hard:
             m0_text, watermarks = head.render_m0(conn, ctx)
             m1_text = history_render.M1_PLACEHOLDER
+            visible_memories = list(watermarks.get("memory_ids", []))
             m0_meta = {**watermarks, "model_key": model_key, "system_hash": system_hash, "materialized_at": inp.now_ms}
+        state.set(head.VISIBLE_MEMORY_KEY, visible_memories)  # saved with the pass (never on a read-only one)
     if with_head and m0_text is not None and m1_text is not None:
         lead = 0
         while lead < len(kept) and kept[lead].role == m.SYSTEM:
