@@ -229,6 +229,8 @@ def test_leaf_rule_reads_the_last_part_not_the_dotted_path() -> None:
 
 def test_policy_of_a_key_inside_a_map_is_the_maps() -> None:
     assert trust.policy_of("dreamer.tasks.nightly.schedule") == trust.USER_ONLY
+    assert trust.policy_of("dreamer.tasks.nightly") == trust.USER_ONLY
+    assert trust.policy_of("cache_ttl.anthropic/claude-opus-4-5") == trust.RAISE_ONLY  # an entry of a per-model map
     assert trust.policy_of("memory.auto_search.enabled") == trust.LOWER_ONLY
     assert trust.policy_of("memory") is None  # a section is not a key
     assert trust.policy_of("nonsense.key") is None

@@ -132,7 +132,7 @@ def policy_of(dotted: str) -> str | None:
 
 def leaf_is_untrusted(dotted: str) -> bool:
     """Whether the key's own name (its last part, not its dotted path) redirects mc."""
-    leaf = dotted.rsplit(".", 1)[-1].lower()
+    leaf = dotted.rpartition(".")[2].lower()
     return leaf in UNTRUSTED_LEAVES or leaf.endswith(UNTRUSTED_SUFFIXES) or "api_key" in leaf
 
 
