@@ -229,6 +229,8 @@ def test_leaf_rule_reads_the_last_part_not_the_dotted_path() -> None:
 
 def test_policy_of_a_key_inside_a_map_is_the_maps() -> None:
     assert trust.policy_of("dreamer.tasks.nightly.schedule") == trust.USER_ONLY
+    assert trust.policy_of("dreamer.tasks.nightly") == trust.USER_ONLY
+    assert trust.policy_of("cache_ttl.anthropic/claude-opus-4-5") == trust.RAISE_ONLY  # an entry of a per-model map
     assert trust.policy_of("memory.auto_search.enabled") == trust.LOWER_ONLY
     assert trust.policy_of("memory") is None  # a section is not a key
     assert trust.policy_of("nonsense.key") is None
@@ -378,3 +380,22 @@ def test_durations_in_ms() -> None:
     assert trust.duration_ms("never") == float("inf")
     with pytest.raises(ValueError, match="not a duration"):
         trust.duration_ms("5 minutes")
+
+
+def test_a_user_map_without_default_falls_back_to_the_models_default(user_cfg: Path, project: Path) -> None:
+    write(user_cfg, '[cache_ttl]\n"anthropic/x" = "1h"\n')  # other models: the built-in 5m
+    write(project / ".magic-context.toml", '[cache_ttl]\ndefault = "10m"\n"anthropic/x" = "2h"\n')
+    loaded = load_config(project)
+    assert loaded.warnings == []
+    assert loaded.config.cache_ttl == {"default": "10m", "anthropic/x": "2h"}
+    assert load_hot(project).for_model("cache_ttl", "openai/y") == "10m"
+    write(project / ".magic-context.toml", '[cache_ttl]\ndefault = "1m"\n"anthropic/x" = "2h"\n')
+    assert [w.reason for w in load_config(project).warnings] == [
+        "a project config may only raise this ('1m' < your '5m'); ignored"]
+
+
+def test_values_it_cannot_order_are_left_to_validation_and_other_models_still_checked() -> None:
+    clean, warnings = trust.enforce_direction({"cache_ttl": "soon"}, {"cache_ttl": "5m"}, "f")
+    assert clean == {"cache_ttl": "soon"} and warnings == []
+    clean, warnings = trust.enforce_direction({"cache_ttl": {"a/x": "soon", "z/y": "1m"}}, {"cache_ttl": "5m"}, "f")
+    assert clean == {} and [w.key for w in warnings] == ["cache_ttl"]

@@ -132,7 +132,7 @@ def policy_of(dotted: str) -> str | None:
 
 def leaf_is_untrusted(dotted: str) -> bool:
     """Whether the key's own name (its last part, not its dotted path) redirects mc."""
-    leaf = dotted.rsplit(".", 1)[-1].lower()
+    leaf = dotted.rpartition(".")[2].lower()
     return leaf in UNTRUSTED_LEAVES or leaf.endswith(UNTRUSTED_SUFFIXES) or "api_key" in leaf
 
 
@@ -178,9 +178,10 @@ def _order(value: Any) -> float | None:
 
 
 def _resolve(value: Any, model_key: str, fallback: Any) -> Any:
+    """A per-model map's value for one model (its "default", else `fallback`); a scalar is every model's."""
     if isinstance(value, dict):
         return value.get(model_key, value.get("default", fallback))
-    return fallback if value is None else value
+    return value
 
 
 def _violation(dotted: str, policy: str, value: Any, base: Any) -> str | None:
@@ -198,7 +199,7 @@ def _violation(dotted: str, policy: str, value: Any, base: Any) -> str | None:
             return f"a project config may only raise what your config sets (it sets nothing{where}); ignored"
         a, b = _order(mine), _order(theirs)
         if a is None or b is None:
-            continue
+            continue  # not orderable (validation reports it): the other models are still checked
         if policy == RAISE_ONLY and a < b:
             return f"a project config may only raise this ({mine!r} < your {theirs!r}{where}); ignored"
         if policy == LOWER_ONLY and a > b:
@@ -214,7 +215,7 @@ def _delete(data: dict[str, Any], dotted: str) -> None:
     """Remove a dotted key and prune the tables it leaves empty."""
     head, _, rest = dotted.partition(".")
     if not rest:
-        data.pop(head, None)
+        del data[head]  # present: the caller just read it
         return
     child = data.get(head)
     if isinstance(child, dict):
