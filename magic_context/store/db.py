@@ -10,7 +10,7 @@ import os
 import sqlite3
 
 from magic_context import paths
-from magic_context.errors import SchemaTooNew, StorageBusy, StorageUnavailable, UnsafeLocation
+from magic_context.errors import SchemaOutdated, SchemaTooNew, StorageBusy, StorageUnavailable, UnsafeLocation
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
@@ -77,11 +77,17 @@ def connect(
     return conn
 
 
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Whether SQLite gave up waiting for a lock (SQLITE_BUSY / SQLITE_LOCKED): transient, worth a retry."""
+    text = str(exc)
+    return "locked" in text or "busy" in text
+
+
 def classify(exc: sqlite3.Error, path: StrPath | None = None) -> StorageUnavailable:
     """Turn a sqlite3 error into the matching typed error (busy is transient, the rest is not)."""
     text = str(exc)
     where = f" ({path})" if path else ""
-    if "locked" in text or "busy" in text:
+    if is_busy(exc):
         return StorageBusy(f"database is busy{where}: {text}", fix="another mc process holds the write lock; retry")
     return StorageUnavailable(f"database error{where}: {text}", fix="run `mc doctor` to diagnose")
 
@@ -102,11 +108,17 @@ def check_fence(conn: sqlite3.Connection, path: StrPath | None = None) -> int:
     return version
 
 
-def open_db(path: StrPath | None = None, **pragmas: int | None) -> sqlite3.Connection:
-    """Open, fence-check, and migrate an older database; the connection every command uses."""
+def open_db(path: StrPath | None = None, *, migrate: bool = True, **pragmas: int | None) -> sqlite3.Connection:
+    """Open, fence-check, and migrate an older database; the connection every command uses.
+
+    `migrate=False` (a read-only last-known-good pass) raises SchemaOutdated instead of waiting to migrate.
+    """
     conn = connect(path, **pragmas)
     try:
         version = check_fence(conn, path)
+        if version < SCHEMA_VERSION and not migrate:
+            raise SchemaOutdated(f"database schema version {version} is older than {SCHEMA_VERSION}",
+                                 fix="run `mc migrate`")
         if version < SCHEMA_VERSION:
             from magic_context.store import migrations
 
@@ -117,4 +129,5 @@ def open_db(path: StrPath | None = None, **pragmas: int | None) -> sqlite3.Conne
     return conn
 
 
-__all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "check_fence", "classify", "connect", "open_db", "user_version"]
+__all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "check_fence", "classify", "connect", "is_busy", "open_db",
+           "user_version"]

@@ -166,7 +166,8 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
         codec.decode(inp.messages_json)  # first use: bad input must not create the data dir (exit 2 writes nothing)
     primary = inp.agent == "primary"
     compaction = bool(hot["compaction.enabled"])
-    conn = store_db.open_db(cache_size_mb=hot["sqlite.cache_size_mb"], mmap_size_mb=hot["sqlite.mmap_size_mb"])
+    conn = store_db.open_db(cache_size_mb=hot["sqlite.cache_size_mb"], mmap_size_mb=hot["sqlite.mmap_size_mb"],
+                            migrate=not readonly)  # last known good never waits on a migration
     try:
         if not readonly:
             try:
