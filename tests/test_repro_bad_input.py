@@ -139,3 +139,42 @@ def test_the_empty_bare_array_repro_is_served_unchanged(tmp_path):
     proc = run_mc("transform", stdin=(REPRO / "empty_bare_array.json").read_bytes(), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
+
+
+# Found by the fuzzer (tests/fault): shapes that crashed a codec instead of naming the field.
+FUZZ_FINDINGS = {
+    "anthropic block type is a list": ({"model": "m", "system": "s", "messages": [
+        {"role": "user", "content": [{"type": ["text"], "text": "hi"}]}]}, {0, 2}),
+    "responses part type is a list": ({"model": "m", "input": [
+        {"type": "message", "role": "user", "content": [{"type": ["input_text"], "text": "hi"}]}]}, {0, 2}),
+    "responses role is a list": ({"model": "m", "input": [
+        {"type": "message", "role": ["user"], "content": "hi"}]}, {2}),
+    "message type is a list": ({"messages": [{"type": ["reasoning"], "role": "user", "content": "hi"}]}, {0, 2}),
+    "anthropic system block of the wrong type": ({"model": "m", "system": [["x"]], "messages": [
+        {"role": "user", "content": "hi"}]}, {2}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUZZ_FINDINGS))
+def test_fuzz_findings_exit_cleanly(name, tmp_path, isolated_dirs):
+    doc, codes = FUZZ_FINDINGS[name]
+    proc = run_mc("transform", stdin=json.dumps(doc), cwd=tmp_path)
+    assert proc.returncode in codes, proc.stderr
+    assert b"internal error" not in proc.stderr and b"Traceback" not in proc.stderr
+    if proc.returncode == 2:
+        assert not isolated_dirs["data"].exists()
+    else:
+        json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("created", [-1e30, 1e30, -5, "2026-13-99T00:00:00"])
+def test_message_times_out_of_range_are_dropped_not_stored(created, tmp_path):
+    base = json.loads((REPRO / "opencode_status_list.json").read_text())
+    base[1]["parts"][0]["state"]["status"] = "completed"
+    base[0]["info"]["time"]["created"] = created
+    proc = run_mc("transform", stdin=json.dumps(base), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == b"", proc.stderr  # served normally: no fallback warning
+    pi = [{"role": "user", "content": "hi", "timestamp": created}]
+    proc = run_mc("transform", "--harness", "pi", stdin=json.dumps(pi), cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr

@@ -162,8 +162,9 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
     if not hot["enabled"] or inp.agent not in ("primary", "subagent"):
         codec.decode(inp.messages_json)  # served unchanged, but malformed input is still exit 2
         return _unchanged(inp, "mc disabled for this call")
-    if not os.path.exists(paths.db_file()):
-        codec.decode(inp.messages_json)  # first use: bad input must not create the data dir (exit 2 writes nothing)
+    if not os.path.exists(paths.db_file()):  # first use: bad input must not create the data dir (exit 2 writes nothing)
+        codec.decode(inp.messages_json)
+        _system_text(inp, inp.messages_json)
     primary = inp.agent == "primary"
     compaction = bool(hot["compaction.enabled"])
     conn = store_db.open_db(cache_size_mb=hot["sqlite.cache_size_mb"], mmap_size_mb=hot["sqlite.mmap_size_mb"],

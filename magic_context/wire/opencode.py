@@ -46,7 +46,7 @@ def _has_result(state: dict[str, Any]) -> bool:
 
 
 def _int_or_none(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return m.epoch_ms(value)
 
 
 # ----------------------------------------------------------------------------------------- decode
