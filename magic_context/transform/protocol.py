@@ -16,31 +16,17 @@ from magic_context.errors import BadInput
 from magic_context.records import record
 from magic_context.wire import anthropic, detect, identity, openai, opencode, pi, responses
 from magic_context.wire import model as m
+from magic_context.wire.jsonio import MAX_DEPTH, dumps, loads
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
     from typing import Any, Final
 
+
 try:
-    import orjson
-
-    def loads(data: bytes) -> Any:
-        return orjson.loads(data)
-
-    def dumps(value: Any) -> bytes:
-        return orjson.dumps(value)
-
-    _DecodeError: type[Exception] = orjson.JSONDecodeError
+    from orjson import JSONDecodeError as _DecodeError
 except ImportError:  # pragma: no cover - orjson is a declared dependency
-    import json
-
-    def loads(data: bytes) -> Any:
-        return json.loads(data)
-
-    def dumps(value: Any) -> bytes:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-    _DecodeError = ValueError
+    _DecodeError = ValueError  # type: ignore[assignment,misc]
 
 #: The latest `now` accepted (9999-12-31T23:59:59.999Z in epoch ms): past it no date can be stored or shown.
 MAX_NOW_MS: Final = 253_402_300_799_999
@@ -79,6 +65,9 @@ def parse_document(data: bytes) -> Any:
     try:
         return loads(data)
     except (_DecodeError, RecursionError, UnicodeDecodeError, ValueError) as exc:
+        if "depth limit" in str(exc) or isinstance(exc, RecursionError):
+            raise BadInput(f"stdin nests JSON deeper than {MAX_DEPTH} levels ({exc})",
+                           fix="no harness sends this: check what produced the request") from exc
         raise BadInput(f"stdin is not valid JSON: {exc}", fix="pipe one JSON document") from exc
 
 
@@ -276,5 +265,5 @@ def build_output(inp: PassInput, messages_out: list, system_out: Any) -> Any:
     return document
 
 
-__all__ = ["CODECS", "MAX_NOW_MS", "PassInput", "build_output", "dumps", "loads", "parse_document", "read_input",
-           "reduce_available"]
+__all__ = ["CODECS", "MAX_DEPTH", "MAX_NOW_MS", "PassInput", "build_output", "dumps", "loads", "parse_document",
+           "read_input", "reduce_available"]
