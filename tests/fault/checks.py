@@ -54,6 +54,8 @@ def stored_messages(db_path: Path) -> dict[tuple[str, str], list[tuple[int, str]
     """Per (harness, session id): the live raw messages as (ordinal, content hash), in order."""
     conn = sqlite3.connect(db_path, timeout=30)
     try:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'raw_messages'").fetchone() is None:
+            return {}  # killed before its first migration committed: nothing was stored yet
         rows = conn.execute(
             "SELECT s.harness, s.session_id, r.ordinal, r.content_hash FROM raw_messages r "
             "JOIN sessions s ON s.id = r.session_pk WHERE r.superseded_at IS NULL ORDER BY s.id, r.ordinal").fetchall()
