@@ -22,6 +22,7 @@ TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transfo
 if TYPE_CHECKING:
     from typing import Any, Final
 
+    from magic_context.protocols import Codec
 
 try:
     from orjson import JSONDecodeError as _DecodeError
@@ -31,7 +32,7 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
 #: The latest `now` accepted (9999-12-31T23:59:59.999Z in epoch ms): past it no date can be stored or shown.
 MAX_NOW_MS: Final = 253_402_300_799_999
 
-CODECS: Final = {m.OPENCODE: opencode, m.PI: pi, m.ANTHROPIC: anthropic, m.OPENAI: openai,
+CODECS: Final[dict[str, Codec]] = {m.OPENCODE: opencode, m.PI: pi, m.ANTHROPIC: anthropic, m.OPENAI: openai,
                   m.OPENAI_RESPONSES: responses}
 
 
@@ -188,6 +189,7 @@ def _tool_names(value: Any) -> list[str] | None:
 
 def read_input(document: Any, options: dict[str, str | bool]) -> PassInput:
     """Classify the document's shape and collect the pass inputs; BadInput on anything malformed."""
+    messages: Any
     if isinstance(document, list):
         shape, doc, messages, messages_key = "array", None, document, "messages"
     elif isinstance(document, dict):

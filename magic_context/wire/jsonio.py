@@ -51,7 +51,7 @@ try:
 except ImportError:  # pragma: no cover - orjson is a declared dependency
     import json
 
-    loads = json.loads
+    loads = json.loads  # type: ignore[assignment]  # same documents; orjson's signature is narrower
 
     def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
         return _stdlib_dumps(value, sort_keys)
