@@ -34,6 +34,9 @@ def status(
                              project_id=project_id)
     finally:
         conn.close()
+    from magic_context.config.secrets import redacted
+
+    data = redacted(data, project)  # stored errors may echo a configured key (a provider's error text)
     if as_json:
         _output.print_json("status", data)
         return

@@ -41,7 +41,6 @@ the plan is recomputed inside it if another process changed the session meanwhil
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import zlib
 from collections.abc import Callable, Sequence
@@ -49,6 +48,7 @@ from collections.abc import Callable, Sequence
 from magic_context.records import Factory, record
 from magic_context.store.db import atomic, classify
 from magic_context.store.sessions import ensure_session, touch
+from magic_context.wire import jsonio
 from magic_context.wire import model as m
 from magic_context.wire.identity import content_hash
 from magic_context.wire.model import Message
@@ -57,16 +57,8 @@ TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transfo
 if TYPE_CHECKING:
     from typing import Any, Final
 
-try:  # orjson is optional on the hot path (as in wire.identity)
-    import orjson
-
-    _dumps = orjson.dumps
-    _loads = orjson.loads
-except ImportError:  # pragma: no cover - exercised only without orjson
-    def _dumps(value: Any) -> bytes:  # type: ignore[misc]  # orjson's signature has optional extras
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-    _loads = json.loads  # type: ignore[assignment]  # same documents; orjson's signature is narrower
+_dumps = jsonio.dumps  # orjson, or the stdlib for documents nested past orjson's writing limit
+_loads = jsonio.loads
 
 ZLIB_LEVEL: Final = 1  # ~20% faster than 6 on session JSON for ~3 points of ratio; the first pass writes it all
 EDITED: Final = "edited"
@@ -137,7 +129,7 @@ def message_tokens(message: Message, estimate: Callable[[str], int]) -> int:
     for block in message.blocks:
         if block.kind == m.TOOL_CALL:
             try:
-                args = json.dumps(block.input, ensure_ascii=False)
+                args = jsonio.text(block.input)
             except (TypeError, ValueError):
                 args = str(block.input)
             total += estimate(args) + TOOL_CALL_OVERHEAD

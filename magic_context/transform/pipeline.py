@@ -4,11 +4,12 @@ permission, render m[0]/m[1], guidance, encode. Every persistent decision is rep
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 
+from magic_context import paths, tokens
 from magic_context import project as project_identity
-from magic_context import tokens
 from magic_context.config.hot import HotConfig, duration_ms, load_hot
 from magic_context.errors import ContextEmergency, StorageBusy
 from magic_context.history import trigger as history_trigger
@@ -158,14 +159,18 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
     hot = load_hot(inp.project_dir)
     warnings: list[str] = []
     codec = CODECS[inp.harness]
+    if not inp.messages_json:  # nothing to keep in a window: no head, no session row
+        return _unchanged(inp, "empty conversation served unchanged")
     if not hot["enabled"] or inp.agent not in ("primary", "subagent"):
         codec.decode(inp.messages_json)  # served unchanged, but malformed input is still exit 2
-        return PassResult(inp.document, {"pass": "defer", "bust": False, "reason": "mc disabled for this call",
-                                         "tokens_before": 0, "tokens_after": 0, "tags": 0, "dropped": 0,
-                                         "pending_drops": 0, "historian": "idle", "ms": 0.0, "warnings": []})
+        return _unchanged(inp, "mc disabled for this call")
+    if not os.path.exists(paths.db_file()):  # first use: bad input must not create the data dir (exit 2 writes nothing)
+        codec.decode(inp.messages_json)
+        _system_text(inp, inp.messages_json)
     primary = inp.agent == "primary"
     compaction = bool(hot["compaction.enabled"])
-    conn = store_db.open_db(cache_size_mb=hot["sqlite.cache_size_mb"], mmap_size_mb=hot["sqlite.mmap_size_mb"])
+    conn = store_db.open_db(cache_size_mb=hot["sqlite.cache_size_mb"], mmap_size_mb=hot["sqlite.mmap_size_mb"],
+                            migrate=not readonly)  # last known good never waits on a migration
     try:
         if readonly:
             return _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
@@ -177,6 +182,12 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
         raise store_db.classify(exc) from exc
     finally:
         conn.close()
+
+
+def _unchanged(inp: PassInput, reason: str) -> PassResult:
+    return PassResult(inp.document, {"pass": "defer", "bust": False, "reason": reason, "tokens_before": 0,
+                                     "tokens_after": 0, "tags": 0, "dropped": 0, "pending_drops": 0,
+                                     "historian": "idle", "ms": 0.0, "warnings": []})
 
 
 def _decode_and_sync(conn: sqlite3.Connection, inp: PassInput, codec: Codec, pk: int, *, skim: int,

@@ -165,6 +165,17 @@ class Conversation:
 
 
 
+MAX_EPOCH_MS: Final = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+
+
+def epoch_ms(value: Any) -> int | None:
+    """A message time in epoch milliseconds, or None unless a number in [0, year 9999] (a time is metadata:
+    one out of range is dropped rather than stored, where SQLite's 64-bit integers would overflow)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= MAX_EPOCH_MS:
+        return int(value)
+    return None
+
+
 def obj(value: Any) -> dict[str, Any]:
     """`value` itself when it is a JSON object, else an empty one (lenient reads of optional fields)."""
     return value if isinstance(value, dict) else {}
