@@ -21,7 +21,6 @@ from magic_context.replay.engine import McRunner
 from magic_context.replay.passes import Replayable, prepare
 from magic_context.replay.units import TokenCounter
 from magic_context.transform import scheduler
-from magic_context.wire import model as m
 from magic_context.wire.importers import load_session
 
 STRATEGIES: Final = ("mc", *baselines.BASELINES)
@@ -162,7 +161,7 @@ def replay(path: str | Path, *, format: str = "auto", context_limit: int | None 
     if not rep.passes:
         raise BadInput(f"{path}: no LLM call to replay (none recorded, or only the harness's own compaction)")
     window, source = (context_limit, "flag") if context_limit else default_limit(rep)
-    counter = counter or TokenCounter(reasoning=rep.harness != m.OPENAI)
+    counter = counter or TokenCounter()
     report = progress or (lambda _name, _done, _total: None)
     runs = []
     common = {"counter": counter, "price": price, "ttl_ms": ttl_ms, "window": window, "progress": report}
