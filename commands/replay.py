@@ -27,20 +27,25 @@ def replay(
     strategies: str = typer.Option(DEFAULT_STRATEGIES, "--strategies", help="Comma-separated strategies to run."),
     use_subprocess: bool = typer.Option(False, "--subprocess",
                                         help="Run `mc transform` as a process per pass (honest latency, slower)."),
+    config: Path = typer.Option(None, "--config", help="Run mc with this config.toml instead of yours."),
+    user_config: bool = typer.Option(True, "--user-config/--no-user-config",
+                                     help="Run mc with your config.toml (default) or with every default."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON envelope on stdout."),
     plot: Path = typer.Option(None, "--plot", help="Write served tokens and cumulative cost per pass to a PNG "
                                                    "(needs the `plot` extra)."),
 ) -> None:
     """Replay a recorded session pass by pass through mc and through baselines.
 
-    Each LLM call is served by mc (real engine, fresh database), native compaction at 85%,
-    observation masking, Anthropic clear_tool_uses, and raw; the report compares context, cache and cost.
+    Each LLM call is served by mc (real engine, fresh database, your config.toml unless --config or
+    --no-user-config), native compaction at 85%, observation masking, Anthropic clear_tool_uses, and
+    raw; the report compares context, cache and cost.
 
     \b
     Examples:
       mc replay session.jsonl --context-limit 60000
       mc replay trajectory.traj.json --pricing openai --json
       mc replay session.jsonl --context-limit 60000 --plot replay.png
+      mc replay session.jsonl --context-limit 60000 --config candidate.toml
     """
     from magic_context.errors import BadInput
     from magic_context.replay import runner
@@ -60,7 +65,7 @@ def replay(
     with _progress() as progress:
         result = runner.replay(file, format=_FORMAT_ALIASES.get(format, format), context_limit=context_limit,
                                ttl=ttl, pricing=pricing, strategies=names, subprocess=use_subprocess,
-                               progress=progress)
+                               progress=progress, config=config, user_config=user_config)
     if context_limit is None:
         which = "the recorded model's window" if result.limit_source == "model" else "the default window"
         _output.note(f"no --context-limit: replayed against {which} ({result.context_limit:,} tokens); "
@@ -117,6 +122,9 @@ def _render(data: dict[str, Any]) -> None:
     out.print(f"[bold]{Path(data['file']).name}[/bold]  {data['format']} · {data['passes']} passes · "
               f"window {window:,} tokens ({data['context_limit_source']}) · {data['pricing']['label']} · "
               f"TTL {data['ttl_seconds'] // 60}m · mc {data['mode']}")
+    source = data["config"]["source"]
+    out.print("mc config: " + ("every default (--no-user-config or no config.toml)" if source == "defaults"
+                               else f"{data['config']['file']} ({'--config' if source == 'flag' else 'yours'})"))
     table = Table(header_style="bold", box=None, pad_edge=False)
     for column in ("strategy", "peak", "of window", "over", "cache read", "busts", "cost", "vs native"):
         table.add_column(column, justify="left" if column == "strategy" else "right", no_wrap=True)

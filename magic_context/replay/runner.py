@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from magic_context import paths
+from magic_context.config.files import read_toml
 from magic_context.errors import BadInput
 from magic_context.replay import anchors as anchor_mod
 from magic_context.replay import baselines, cost
@@ -45,6 +47,7 @@ class StrategyRun:
     historian: Counter[str] = field(default_factory=Counter)
     emergencies: int = 0
     degraded: int = 0
+    threshold_percent: float | None = None  # mc's execute threshold as its passes reported it
     anchors: anchor_mod.AnchorReport | None = None
     store: dict[str, Any] = field(default_factory=dict)
 
@@ -79,7 +82,7 @@ class StrategyRun:
                 "historian": dict(sorted(self.historian.items())),
                 "compartments": self.store.get("compartments"),
                 "historian_failure": self.store.get("historian_failure"), "emergencies": self.emergencies,
-                "degraded_passes": self.degraded,
+                "degraded_passes": self.degraded, "threshold_percent": self.threshold_percent,
             })
         return out
 
@@ -146,11 +149,34 @@ def default_limit(rep: Replayable) -> tuple[int, str]:
     return (known, "model") if known else (scheduler.DEFAULT_LIMIT, "default")
 
 
+def resolve_config(config: str | Path | None, user_config: bool) -> tuple[Path | None, str]:
+    """The config file mc runs with in the replay and where it came from ("flag", "user" or "defaults").
+
+    `config` (`--config FILE`) must exist and parse; otherwise the user's `config.toml` when
+    `user_config` and it exists; otherwise none (every default)."""
+    if config is not None:
+        path = Path(config)
+        if not path.is_file():
+            raise BadInput(f"--config {path}: no such file", fix="give the path of a config.toml")
+        _data, problems = read_toml(path)
+        if problems:
+            raise BadInput(f"--config {problems[0]}", fix="fix the file, or replay with --no-user-config")
+        return path, "flag"
+    if user_config:
+        user = paths.user_config_path()
+        if user.is_file():
+            return user, "user"
+    return None, "defaults"
+
+
 def replay(path: str | Path, *, format: str = "auto", context_limit: int | None = None, ttl: str = "5m",
            pricing: str = "anthropic-sonnet", strategies: Sequence[str] = STRATEGIES, subprocess: bool = False,
-           progress: Progress | None = None, counter: TokenCounter | None = None) -> ReplayResult:
-    """Replay the session at `path` through `strategies` (see the module doc)."""
+           progress: Progress | None = None, counter: TokenCounter | None = None, config: str | Path | None = None,
+           user_config: bool = True) -> ReplayResult:
+    """Replay the session at `path` through `strategies` (see the module doc). mc runs with `config` when
+    given, else with the user's config unless `user_config` is False (see `resolve_config`)."""
     names = parse_strategies(strategies)
+    config_file, config_source = resolve_config(config, user_config)
     price = cost.pricing(pricing)
     ttl_ms = cost.parse_ttl(ttl)
     if context_limit is not None and context_limit < scheduler.MIN_PLAUSIBLE_LIMIT:
@@ -167,10 +193,11 @@ def replay(path: str | Path, *, format: str = "auto", context_limit: int | None 
     common = {"counter": counter, "price": price, "ttl_ms": ttl_ms, "window": window, "progress": report}
     for name in names:
         if name == "mc":
-            runs.append(_run_mc(rep, use_subprocess=subprocess, **common))
+            runs.append(_run_mc(rep, use_subprocess=subprocess, config_file=config_file, **common))
         else:
             runs.append(_run_baseline(name, rep, **common))
-    meta = {"passes": len(rep.passes), **rep.meta}
+    meta = {"passes": len(rep.passes), **rep.meta,
+            "config": {"source": config_source, "file": str(config_file) if config_file else None}}
     return ReplayResult(Path(path), session.format, rep.harness, window, source, ttl_ms, price, subprocess, runs, meta)
 
 
@@ -201,11 +228,12 @@ def _run_baseline(name: str, rep: Replayable, *, counter: TokenCounter, price: c
 
 
 def _run_mc(rep: Replayable, *, counter: TokenCounter, price: cost.Pricing, ttl_ms: int, window: int,
-            use_subprocess: bool, progress: Progress) -> StrategyRun:
+            use_subprocess: bool, progress: Progress, config_file: Path | None = None) -> StrategyRun:
     run = StrategyRun("mc", cost.Ledger(price, ttl_ms))
     total = len(rep.passes)
     last = None
-    with McRunner(harness=rep.harness, window=window, system=rep.system, subprocess=use_subprocess) as runner:
+    with McRunner(harness=rep.harness, window=window, system=rep.system, subprocess=use_subprocess,
+                  config_file=config_file) as runner:
         for done, spec in enumerate(rep.passes, start=1):
             payload = runner.payload(rep.native[:spec.end], spec.at_ms, spec.model)
             served = runner.serve(payload)
@@ -214,6 +242,7 @@ def _run_mc(rep: Replayable, *, counter: TokenCounter, price: cost.Pricing, ttl_
             run.latency_ms.append(served.ms)
             run.floor_ms.append(served.floor_ms)
             run.pass_kinds[str(served.report.get("pass", "?"))] += 1
+            run.threshold_percent = served.report.get("threshold_percent", run.threshold_percent)
             run.historian[str(served.report.get("historian", "?"))] += 1
             run.emergencies += served.emergency
             run.degraded += bool(served.report.get("lkg")) or served.report.get("reason") == "input served unchanged"
@@ -226,4 +255,5 @@ def _run_mc(rep: Replayable, *, counter: TokenCounter, price: cost.Pricing, ttl_
     return run
 
 
-__all__ = ["STRATEGIES", "ReplayResult", "StrategyRun", "default_limit", "parse_strategies", "percentile", "replay"]
+__all__ = ["STRATEGIES", "ReplayResult", "StrategyRun", "default_limit", "parse_strategies", "percentile", "replay",
+           "resolve_config"]
