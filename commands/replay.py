@@ -37,8 +37,10 @@ def replay(
     """Replay a recorded session pass by pass through mc and through baselines.
 
     Each LLM call is served by mc (real engine, fresh database, your config.toml unless --config or
-    --no-user-config), native compaction at 85%, observation masking, Anthropic clear_tool_uses, and
-    raw; the report compares context, cache and cost.
+    --no-user-config), by the recording's harness's own compaction (native; native:claude-code,
+    native:opencode, native:pi or native:codex name one), observation masking, Anthropic
+    clear_tool_uses, and raw; the report compares context, cache, cost and anchor retention over
+    every pass.
 
     \b
     Examples:
@@ -134,6 +136,18 @@ def _render(data: dict[str, Any]) -> None:
         table.add_row(s["name"], f"{s['peak_tokens']:,}", f"{s['peak_share']:.0%}", over,
                       f"{s['cache_read_share']:.1%}", str(s["busts"]), _money(s["cost_usd"]), ratio)
     out.print(table)
+    kept = [f"{s['name']} {s['retention']['mean']:.0%} / {s['retention']['min']:.0%}" for s in data["strategies"]
+            if s["retention"]["mean"] is not None]
+    out.print("anchor retention over the passes (mean / min): " + (" · ".join(kept) if kept else "n/a (nothing "
+                                                                                                "folded)"))
+    for s in data["strategies"]:
+        if s["name"].startswith("native") and "compaction" in s:
+            c = s["compaction"]
+            label = f"{s['name']} = {c['profile']}" if s["name"] != c["profile"] else s["name"]
+            out.print(f"{label}: compacts at {c['trigger']:.1%}, keeps a {c['tail']:.1%} "
+                      f"{'user-message ' if c['tail_users_only'] else ''}tail and a {c['summary_tokens']:,}-token "
+                      f"summary ({'read from' if c['summary_cached'] else 'not from'} the cache; its text is "
+                      f"extractive in the replay) — {c['source']}")
     mc = next((s for s in data["strategies"] if s["name"] == "mc"), None)
     if mc is not None:
         vs = "—" if mc["latency_vs_floor"] is None else f"{mc['latency_vs_floor']:.2f}× the JSON floor"
@@ -142,7 +156,14 @@ def _render(data: dict[str, Any]) -> None:
         out.print(f"mc passes: {kinds}")
         retention = mc["anchor_retention"]
         kinds = ", ".join(f"{k} {v['retained']}/{v['total']}" for k, v in mc["anchors"].items() if v["total"])
-        out.print("anchor retention " + ("n/a (nothing folded)" if retention is None else f"{retention:.0%} ({kinds})"))
+        out.print("mc anchor retention on the last pass "
+                  + ("n/a (nothing folded)" if retention is None else f"{retention:.0%} ({kinds})"))
+        billing = mc["historian_billing"]
+        if billing["calls"]:
+            out.print(f"mc historian: {billing['calls']} calls, {billing['input_tokens']:,} in / "
+                      f"{billing['output_tokens']:,} out tokens, {_money(billing['usd'])} ({billing['note']}); "
+                      f"at {data['pricing']['label']} prices it would cost {_money(billing['model_priced_usd'])}: "
+                      f"mc {billing['cost_with_model_historian_vs_native']:.2f}× native")
         if mc["emergencies"] or mc["degraded_passes"]:
             out.print(f"[yellow]{mc['emergencies']} context emergencies, "
                       f"{mc['degraded_passes']} degraded passes[/yellow]")

@@ -114,7 +114,7 @@ class McRunner:
         try:
             facts["compartments"] = conn.execute("SELECT count(*) FROM compartments").fetchone()[0]
             row = conn.execute("SELECT value FROM session_state WHERE key = 'historian_failure' "
-                               "ORDER BY rowid DESC LIMIT 1").fetchone()
+                               "ORDER BY updated_at DESC LIMIT 1").fetchone()
             if row is not None:
                 failure = json.loads(row[0])
                 facts["historian_failure"] = failure.get("message") if isinstance(failure, dict) else str(failure)
@@ -123,6 +123,24 @@ class McRunner:
         finally:
             conn.close()
         return facts
+
+    def historian_state(self) -> dict[str, Any] | None:
+        """The historian's state in the replay's database (`last_run_at`, `last_calls`…), None if unreadable."""
+        import sqlite3
+
+        try:
+            conn = sqlite3.connect(f"file:{paths.db_path()}?mode=ro", uri=True)
+        except sqlite3.Error:
+            return None
+        try:
+            row = conn.execute("SELECT value FROM session_state WHERE key = 'historian' "
+                               "ORDER BY updated_at DESC LIMIT 1").fetchone()
+            state = json.loads(row[0]) if row is not None else None
+        except (sqlite3.Error, ValueError):
+            return None
+        finally:
+            conn.close()
+        return state if isinstance(state, dict) else None
 
     def payload(self, messages: list[Any], at_ms: int | None, model_id: str | None) -> bytes:
         """The envelope mc would receive for this call."""

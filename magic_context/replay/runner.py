@@ -48,7 +48,12 @@ class StrategyRun:
     emergencies: int = 0
     degraded: int = 0
     threshold_percent: float | None = None  # mc's execute threshold as its passes reported it
+    historian_calls: list[dict[str, Any]] = field(default_factory=list)  # mc's historian requests, billed
+    historian_usd: float = 0.0  # what they cost (0 for the extractive historian: it calls no model)
+    historian_model_usd: float = 0.0  # what the same requests cost at the replayed model's price
     anchors: anchor_mod.AnchorReport | None = None
+    retention: anchor_mod.Retention = field(default_factory=anchor_mod.Retention)
+    profile: baselines.NativeProfile | None = None  # the compaction a baseline ran with
     store: dict[str, Any] = field(default_factory=dict)
 
     def figures(self, window: int, native_usd: float | None) -> dict[str, Any]:
@@ -57,15 +62,24 @@ class StrategyRun:
         out: dict[str, Any] = {
             "name": self.name, "passes": led.passes, "peak_tokens": peak,
             "peak_share": round(peak / window, 4) if window else None, "over_window": self.over_window,
-            "cache_read_share": round(led.read_share, 4), "busts": led.busts, "cold_passes": led.cold,
+            "cache_read_share": round(led.read_share, 4),
+            "resent_read_share": None if led.resent_read_share is None else round(led.resent_read_share, 4),
+            "busts": led.busts, "cold_passes": led.cold,
             "input_tokens": led.input_tokens, "cache_read_tokens": led.read_tokens,
             "cache_write_tokens": led.write_tokens, "uncached_tokens": led.uncached_tokens,
             "extra_calls": led.extra_calls, "extra_output_tokens": led.output_tokens,
             "cost_usd": round(led.usd, 6),
             "cost_vs_native": round(led.usd / native_usd, 4) if native_usd else None,
         }
-        if self.name in ("native", "masking", "clear-tool-uses"):
+        if self.profile is not None and self.name != "raw":
             out["compactions"] = self.compactions
+            p = self.profile
+            out["compaction"] = {"profile": p.name, "trigger": p.trigger, "tail": p.tail,
+                                 "summary_tokens": p.summary_tokens, "summary_cached": p.summary_cached,
+                                 "tail_users_only": p.users_only, "source": p.source,
+                                 "summary_text": "extractive (the replay calls no model; its size is the "
+                                                 "profile's)"}
+        out["retention"] = self.retention.summary()
         if self.name == "clear-tool-uses":
             out["edited_passes"] = self.edited_passes
         if self.name == "mc":
@@ -83,8 +97,27 @@ class StrategyRun:
                 "compartments": self.store.get("compartments"),
                 "historian_failure": self.store.get("historian_failure"), "emergencies": self.emergencies,
                 "degraded_passes": self.degraded, "threshold_percent": self.threshold_percent,
+                "historian_billing": self._historian_billing(native_usd),
             })
         return out
+
+
+    def _historian_billing(self, native_usd: float | None) -> dict[str, Any]:
+        calls = self.historian_calls
+        providers = sorted({c["provider"] for c in calls})
+        model_total = self.ledger.usd - self.historian_usd + self.historian_model_usd
+        return {
+            "calls": len(calls), "providers": providers,
+            "input_tokens": sum(c["input_tokens"] for c in calls),
+            "output_tokens": sum(c["output_tokens"] for c in calls),
+            "usd": round(self.historian_usd, 6),
+            "note": ("extractive historian: no model call, costs 0" if providers == ["extractive"] else
+                     "no historian run" if not calls else "model calls billed at the model's price "
+                     "(input uncached, output at the output price)"),
+            "model_priced_usd": round(self.historian_model_usd, 6),
+            "cost_with_model_historian_usd": round(model_total, 6),
+            "cost_with_model_historian_vs_native": round(model_total / native_usd, 4) if native_usd else None,
+        }
 
 
 @dataclass
@@ -105,8 +138,12 @@ class ReplayResult:
     def run(self, name: str) -> StrategyRun | None:
         return next((r for r in self.runs if r.name == name), None)
 
+    def native(self) -> StrategyRun | None:
+        """The native baseline costs are compared with: `native`, else the first `native:X` run."""
+        return self.run("native") or next((r for r in self.runs if r.name.startswith("native:")), None)
+
     def to_dict(self) -> dict[str, Any]:
-        native = self.run("native")
+        native = self.native()
         native_usd = native.ledger.usd if native else None
         p = self.pricing
         return {
@@ -212,14 +249,16 @@ def _record(run: StrategyRun, charge: cost.Charge, window: int) -> None:
 def _run_baseline(name: str, rep: Replayable, *, counter: TokenCounter, price: cost.Pricing, ttl_ms: int,
                   window: int, progress: Progress) -> StrategyRun:
     system = counter.system([rep.system]) if rep.system else []
-    strategy = baselines.Baseline(name, counter, window, system)
-    run = StrategyRun(name, cost.Ledger(price, ttl_ms))
+    strategy = baselines.Baseline(name, counter, window, system, harness=rep.harness)
+    run = StrategyRun(name, cost.Ledger(price, ttl_ms), profile=strategy.profile)
     total = len(rep.passes)
     for done, spec in enumerate(rep.passes, start=1):
         served = strategy.serve(rep.canon[:spec.end])
         for call in served.extra:
-            run.ledger.add(call.units, spec.at_ms, output_tokens=call.output_tokens, extra=True)
+            run.ledger.add(call.units, spec.at_ms, output_tokens=call.output_tokens, extra=True, cached=call.cached)
         charge = run.ledger.add(served.units, spec.at_ms)
+        seen, texts = strategy.view(rep.canon[:spec.end])
+        run.retention.measure(rep.canon[:spec.end], seen, [rep.system, *texts] if rep.system else texts)
         run.compactions += served.compacted
         run.edited_passes += served.edited
         _record(run, charge, window)
@@ -232,6 +271,7 @@ def _run_mc(rep: Replayable, *, counter: TokenCounter, price: cost.Pricing, ttl_
     run = StrategyRun("mc", cost.Ledger(price, ttl_ms))
     total = len(rep.passes)
     last = None
+    last_run: Any = None
     with McRunner(harness=rep.harness, window=window, system=rep.system, subprocess=use_subprocess,
                   config_file=config_file) as runner:
         for done, spec in enumerate(rep.passes, start=1):
@@ -239,10 +279,13 @@ def _run_mc(rep: Replayable, *, counter: TokenCounter, price: cost.Pricing, ttl_
             served = runner.serve(payload)
             units = [*counter.system(served.system), *(counter.message(msg, memo=False) for msg in served.messages)]
             _record(run, run.ledger.add(units, spec.at_ms), window)
+            run.retention.measure(rep.canon[:spec.end], served.messages, served.system)
             run.latency_ms.append(served.ms)
             run.floor_ms.append(served.floor_ms)
             run.pass_kinds[str(served.report.get("pass", "?"))] += 1
             run.threshold_percent = served.report.get("threshold_percent", run.threshold_percent)
+            if served.report.get("historian") == "fired":
+                last_run = _bill_historian(run, runner.historian_state(), last_run, spec.at_ms, price)
             run.historian[str(served.report.get("historian", "?"))] += 1
             run.emergencies += served.emergency
             run.degraded += bool(served.report.get("lkg")) or served.report.get("reason") == "input served unchanged"
@@ -253,6 +296,23 @@ def _run_mc(rep: Replayable, *, counter: TokenCounter, price: cost.Pricing, ttl_
         spec, served = last
         run.anchors = anchor_mod.retention(rep.canon[:spec.end], served.messages, served.system)
     return run
+
+
+def _bill_historian(run: StrategyRun, state: dict[str, Any] | None, seen: Any, at_ms: int | None,
+                    price: cost.Pricing) -> Any:
+    """Bill the historian run `state` records (once: `seen` is the last run billed). Model calls cost the
+    model's price, uncached; the extractive historian costs 0. Every call is also priced as if the
+    replayed model (`price`) had made it: the "model-priced historian" figure."""
+    if not state or state.get("last_run_at") == seen:
+        return seen
+    for call in state.get("last_calls") or []:
+        tokens_in, tokens_out = int(call.get("input_tokens") or 0), int(call.get("output_tokens") or 0)
+        run.historian_calls.append({**call, "at_ms": at_ms})
+        run.historian_model_usd += (price.input_per_mtok * tokens_in + price.output_per_mtok * tokens_out) / 1e6
+        if call.get("provider") != "extractive":
+            charge = run.ledger.bill(tokens_in, tokens_out, cost.model_pricing(call.get("model"), price))
+            run.historian_usd += charge.usd
+    return state.get("last_run_at")
 
 
 __all__ = ["STRATEGIES", "ReplayResult", "StrategyRun", "default_limit", "parse_strategies", "percentile", "replay",
