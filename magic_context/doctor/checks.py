@@ -47,8 +47,12 @@ def _config(ctx: DoctorContext) -> CheckResult:
     files = [str(f) for f in (loaded.user_file, loaded.project_file) if f is not None and f.exists()]
     ctx.notes["config"] = loaded
     if loaded.warnings:
-        return CheckResult(Status.WARN, f"{len(loaded.warnings)} problem(s); affected keys use their defaults",
-                           tuple(str(w) for w in loaded.warnings))
+        untrusted = sum(1 for w in loaded.warnings if "project config" in w.reason)
+        detail = f"{len(loaded.warnings)} problem(s); affected keys use their defaults"
+        if untrusted:
+            detail = (f"{len(loaded.warnings)} problem(s): {untrusted} project key(s) stripped by the trust boundary "
+                      "(your config or the default applies); other affected keys use their defaults")
+        return CheckResult(Status.WARN, detail, tuple(str(w) for w in loaded.warnings))
     return CheckResult(Status.OK, "valid: " + (", ".join(files) if files else "no config files; using defaults"))
 
 
@@ -57,9 +61,9 @@ def _database(ctx: DoctorContext) -> CheckResult:
     if not path.exists():
         return CheckResult(Status.WARN, f"{path} does not exist yet (--fix or `mc migrate` creates it)")
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        conn = store_db.connect_read_only(path)
         try:
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            store_db.table_count(conn)
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -73,7 +77,7 @@ def _read_only(fn):
     if not path.exists():
         return None
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        conn = store_db.connect_read_only(path)
     except sqlite3.Error:
         return None
     try:
@@ -85,7 +89,7 @@ def _read_only(fn):
 
 
 def _schema(ctx: DoctorContext) -> CheckResult:
-    version = _read_only(lambda c: c.execute("PRAGMA user_version").fetchone()[0])
+    version = _read_only(store_db.user_version)
     if version is None:
         return CheckResult(Status.WARN, "no database yet")
     if isinstance(version, Exception):
@@ -112,7 +116,7 @@ def _migrate(ctx: DoctorContext) -> str:
 
 
 def _integrity(ctx: DoctorContext) -> CheckResult:
-    rows = _read_only(lambda c: [r[0] for r in c.execute("PRAGMA integrity_check").fetchall()])
+    rows = _read_only(store_db.integrity_check)
     if rows is None:
         return CheckResult(Status.WARN, "no database yet")
     if isinstance(rows, Exception):
@@ -124,7 +128,7 @@ def _integrity(ctx: DoctorContext) -> CheckResult:
 
 
 def _wal(ctx: DoctorContext) -> CheckResult:
-    mode = _read_only(lambda c: c.execute("PRAGMA journal_mode").fetchone()[0])
+    mode = _read_only(store_db.journal_mode)
     if mode is None:
         return CheckResult(Status.WARN, "no database yet")
     if isinstance(mode, Exception):

@@ -23,9 +23,9 @@ Leading system messages (OpenAI) always stay in front; the summary follows them.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Final
 
+from magic_context.records import Factory, record
 from magic_context.replay.units import MESSAGE_OVERHEAD, TokenCounter, Unit
 from magic_context.wire import arcs
 from magic_context.wire import model as m
@@ -41,7 +41,7 @@ CLEAR_PLACEHOLDER: Final = "[tool result cleared by context editing]"
 REFERENCE_WINDOW: Final = 200_000  # the window the harnesses' absolute figures are measured on
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class NativeProfile:
     """One harness's own compaction. Shares are of the window (absolute figures over a 200k window)."""
 
@@ -106,7 +106,7 @@ def profile_for(name: str, harness: str | None) -> NativeProfile:
     return PROFILES[key] if key else GENERIC
 
 
-@dataclass(slots=True)
+@record
 class ExtraCall:
     """A strategy's own LLM call (a compaction summary): its request and its output tokens."""
 
@@ -115,12 +115,12 @@ class ExtraCall:
     cached: bool = True  # False: the call reads nothing from the prompt cache (all input uncached)
 
 
-@dataclass(slots=True)
+@record
 class Served:
     """One pass: the request the strategy sends, and the extra calls it made first."""
 
     units: list[Unit]
-    extra: list[ExtraCall] = field(default_factory=list)
+    extra: list[ExtraCall] = Factory(factory=list)
     compacted: bool = False
     edited: bool = False
 
