@@ -124,7 +124,8 @@ class _Plan:
 
 def message_tokens(message: Message, estimate: Callable[[str], int]) -> int:
     """A message's prompt cost: text, reasoning and tool output estimated as text, tool-call arguments
-    as compact JSON plus a fixed overhead, images at a flat figure, unknown parts as their JSON."""
+    as compact JSON plus a fixed overhead, images at a flat figure, unknown parts as their JSON.
+    Reasoning the provider does not read back (Chat Completions fields, `model.in_prompt`) costs nothing."""
     total = MESSAGE_OVERHEAD
     for block in message.blocks:
         if block.kind == m.TOOL_CALL:
@@ -137,7 +138,7 @@ def message_tokens(message: Message, estimate: Callable[[str], int]) -> int:
             total += MEDIA_TOKENS
         elif block.kind == m.OPAQUE:
             total += estimate(_dumps(block.raw).decode("utf-8", "replace")) if block.raw is not None else 0
-        elif block.text:
+        elif block.text and m.in_prompt(block):
             total += estimate(block.text)
     return total
 

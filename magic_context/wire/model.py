@@ -54,6 +54,13 @@ OPENAI: Final = "openai"
 OPENAI_RESPONSES: Final = "openai-responses"
 HARNESSES: Final = (OPENCODE, PI, ANTHROPIC, OPENAI, OPENAI_RESPONSES)
 
+# OpenAI Chat Completions reasoning fields (wire.openai decodes each into a REASONING block whose
+# meta["field"] names it). The provider reads none of them as prompt: Chat Completions has no reasoning
+# input, DeepSeek discards earlier rounds' `reasoning_content`, and OpenRouter hands `reasoning_details`
+# to providers that drop earlier turns' thinking. They stay in the message (mc never edits them) but
+# cost no prompt tokens (`in_prompt`).
+CHAT_REASONING_FIELDS: Final = frozenset({"reasoning_content", "reasoning", "reasoning_details"})
+
 # Marks for the harness's own compaction (later stages never summarize a summary).
 COMPACTION_REQUEST: Final = "request"  # OpenCode user message holding a `compaction` part
 # The harness's own summary (OpenCode summary:true, Pi compactionSummary, Claude Code isCompactSummary).
@@ -266,11 +273,18 @@ def set_system_texts(messages: list, found: list[tuple[int, dict]], texts: list[
     return messages
 
 
+def in_prompt(block: Block) -> bool:
+    """Whether the provider reads `block` as prompt tokens when the message is sent back (token estimates
+    and the replay's counter skip the rest): every block but Chat Completions reasoning fields."""
+    return block.kind != REASONING or not block.meta or block.meta.get("field") not in CHAT_REASONING_FIELDS
+
+
 __all__ = [
     "ANTHROPIC",
     "ASSISTANT",
     "BLOCK_KINDS",
     "BRANCH_SUMMARY",
+    "CHAT_REASONING_FIELDS",
     "COMPACTION_REQUEST",
     "COMPACTION_SUMMARY",
     "HARNESSES",
@@ -292,6 +306,7 @@ __all__ = [
     "Conversation",
     "Message",
     "Usage",
+    "in_prompt",
     "joined_text",
     "json_kind",
     "obj",
