@@ -15,7 +15,19 @@ def _version_callback(value: bool) -> None:
 
 def build_app() -> typer.Typer:
     """Build the command tree (used by the entry point, docs generators and tests)."""
-    from commands import doctor, migrate, proxy, reduce, replay, setup, status, transform, wrapup
+    from commands import (
+        doctor,
+        expand,
+        migrate,
+        proxy,
+        reduce,
+        replay,
+        search,
+        setup,
+        status,
+        transform,
+        wrapup,
+    )
 
     app = typer.Typer(
         name="mc",
@@ -34,7 +46,7 @@ def build_app() -> typer.Typer:
     ) -> None:
         """Keep an AI coding agent's long session inside its context window without breaking the prompt cache."""
 
-    for module in (transform, status, reduce, wrapup, replay, migrate, doctor, setup, proxy):
+    for module in (transform, status, reduce, wrapup, search, expand, replay, migrate, doctor, setup, proxy):
         module.register(app)
     return app
 

@@ -1,0 +1,223 @@
+"""Unified search (§3): validate the query, run the lanes, merge by `score × source boost`, render.
+
+`search` is the engine function `mc search` and the agent tool share. It reads the index (catching up a
+session whose index is behind its last publish first), hides the live tail (ordinals above the last
+compartment end) and the memories already visible in the session's head, and never raises for a
+query FTS5 cannot parse: such a query simply finds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final
+
+from magic_context.errors import BadInput, MCError
+from magic_context.search import lanes
+from magic_context.search import text as st
+from magic_context.search.lanes import Hit, Query
+
+SOURCES: Final = ("memory", "message", "git_commit", "note")
+ALIASES: Final = {"compartment": "message", "messages": "message", "memories": "memory", "notes": "note",
+                  "git": "git_commit", "commit": "git_commit", "commits": "git_commit"}
+BOOST: Final = {"memory": 1.3, "message": 1.15, "compartment": 1.15, "git_commit": 1.2, "note": 1.0}
+LANE_ORDER: Final = {"memory": 0, "message": 1, "compartment": 1, "git_commit": 2, "note": 3}
+DEFAULT_LIMIT: Final = 10
+MAX_LIMIT: Final = 50
+
+
+@dataclass
+class SearchResult:
+    query: str
+    hits: list[Hit]
+    warnings: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        out = []
+        for h in self.hits:
+            d = {k: v for k, v in asdict(h).items() if v is not None and k != "extra"}
+            d.update(h.extra)
+            d["score"] = round(h.score, 4)
+            out.append(d)
+        return out
+
+
+def validate_query(query: str | None) -> str:
+    """The query stripped; BadInput when empty, over 16 KiB or over 64 terms."""
+    text = (query or "").strip()
+    if not text:
+        raise BadInput("'query' is required", fix="pass the words to look for, e.g. mc search 'pytest failure'")
+    if len(text.encode("utf-8", "replace")) > st.MAX_QUERY_CHARS:
+        raise BadInput(f"query is {len(text)} characters; the limit is {st.MAX_QUERY_CHARS} bytes",
+                       fix="search for a few distinctive words or an identifier")
+    if len(text.split()) > st.MAX_QUERY_TERMS:
+        raise BadInput(f"query has {len(text.split())} terms; the limit is {st.MAX_QUERY_TERMS}",
+                       fix="search for a few distinctive words or an identifier")
+    return text
+
+
+def parse_sources(sources: list[str] | None) -> list[str]:
+    """Normalized source names (aliases allowed); all when None; BadInput for an unknown name."""
+    if sources is None:
+        return list(SOURCES)
+    out: list[str] = []
+    for raw in sources:
+        for given in (p.strip().lower() for p in raw.split(",")):
+            if not given:
+                continue
+            name = ALIASES.get(given, given)
+            if name not in SOURCES:
+                raise BadInput(f"unknown source {name!r}", fix=f"use one or more of {', '.join(SOURCES)}")
+            if name not in out:
+                out.append(name)
+    return out
+
+
+def visible_memory_ids(conn: sqlite3.Connection, session_pk: int) -> set[int]:
+    """Memory ids the session's head shows (they are already in context, so search hides them).
+
+    Seam: uses `magic_context.memory.visible_ids(conn, session_pk)` when the memory package provides it,
+    else the JSON list in `session_state` key `memory_block_ids`, else nothing.
+    """
+    try:
+        from magic_context import memory as memory_pkg  # type: ignore[attr-defined]
+
+        visible = getattr(memory_pkg, "visible_ids", None)
+        if visible is not None:
+            return {int(i) for i in visible(conn, session_pk)}
+    except ImportError:
+        pass
+    row = conn.execute("SELECT value FROM session_state WHERE session_pk = ? AND key = 'memory_block_ids'",
+                       (session_pk,)).fetchone()
+    if row is None or row[0] is None:
+        return set()
+    try:
+        value = json.loads(row[0])
+    except (TypeError, ValueError):
+        return set()
+    return {int(i) for i in value} if isinstance(value, list) else set()
+
+
+def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: list[str]) -> tuple[Any, str | None]:
+    if config is None:
+        return None, None
+    from magic_context.search import embed
+
+    try:
+        embedder = embed.from_config(config)
+        if embedder is None:
+            return None, None
+        return embedder.embed([text])[0], embedder.model_id
+    except (MCError, ImportError, OSError, ValueError) as exc:
+        embed.record_failure(conn, exc, "search")
+        warnings.append(f"embedding unavailable, FTS only: {exc.one_line() if isinstance(exc, MCError) else exc}")
+        return None, None
+
+
+def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], project_id: str | None,
+           sources: list[str] | None = None, limit: int = DEFAULT_LIMIT, since_ms: int | None = None,
+           until_ms: int | None = None, config: Any = None, now_ms: int | None = None,
+           count_retrievals: bool = True, refresh_git: bool = True, project_dir: str | None = None) -> SearchResult:
+    """Search the given sessions (message lanes) and project (memory, git_commit, note lanes)."""
+    text = validate_query(query)
+    chosen = parse_sources(sources)
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BadInput(f"--limit {limit} is out of range", fix=f"use 1 to {MAX_LIMIT}")
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    result = SearchResult(text, [], sources=chosen)
+    hidden: set[int] = set()
+    for pk in session_pks:
+        hidden |= visible_memory_ids(conn, pk)
+    ids = st.id_query(text)
+    if ids is not None and "memory" in chosen and project_id:
+        from magic_context.store import search_index as idx
+
+        rows = {r["id"]: r for r in idx.memories(conn, project_id, now, ids, any_status=True)}
+        shortcut = [Hit("memory", i, 1 - 0.01 * n, "fts", rows[i]["content"], category=rows[i]["category"],
+                        status=rows[i]["status"], at_ms=rows[i]["updated_at"])
+                    for n, i in enumerate(ids) if i in rows and i not in hidden]
+        if shortcut:
+            result.hits = shortcut[:limit]
+            return result
+    if "message" in chosen:
+        from magic_context.search import indexer
+
+        for pk in session_pks:
+            indexer.index_session(conn, pk, now_ms=now)
+    if "git_commit" in chosen and refresh_git and project_id and project_dir and config is not None \
+            and config.memory.git_commit_indexing.enabled:
+        from magic_context.search import git
+
+        try:
+            git.refresh(conn, project_id, project_dir, config.memory.git_commit_indexing, now_ms=now)
+        except MCError as exc:
+            result.warnings.append(f"git commits not refreshed: {exc.one_line()}")
+    vector, model_id = _embed_query(conn, config, text, result.warnings) \
+        if chosen not in (["git_commit"], ["note"]) else (None, None)
+    q = Query(text, st.probes(text), st.sanitize(text), st.any_words(text), vector, model_id, since_ms, until_ms)
+    tier = max(3 * limit, 10)
+    merged: list[Hit] = []
+    if "memory" in chosen and project_id:
+        merged += lanes.memories(conn, project_id, q, limit, now_ms=now, hidden=hidden)
+    if "message" in chosen:
+        for pk in session_pks:
+            cut = _cutoff(conn, pk)
+            merged += lanes.messages(conn, pk, q, cut, tier)[:tier]
+            merged += lanes.compartments(conn, pk, q, cut, tier)[:tier]
+    if "git_commit" in chosen and project_id:
+        merged += lanes.commits(conn, project_id, q, limit)[:tier]
+    if "note" in chosen:
+        merged += lanes.notes(conn, session_pks[0] if session_pks else None, project_id, q, limit)[:tier]
+    merged.sort(key=lambda h: (-h.score * BOOST[h.source], LANE_ORDER[h.source], _tie(h)))
+    result.hits = _dedupe(merged)[:limit]
+    for h in result.hits:
+        h.score = h.score * BOOST[h.source]
+    if count_retrievals:
+        _bump(conn, [int(h.id) for h in result.hits if h.source == "memory"], now)
+    return result
+
+
+def _cutoff(conn: sqlite3.Connection, session_pk: int) -> int:
+    from magic_context.search.indexer import cutoff
+
+    return cutoff(conn, session_pk)
+
+
+def _tie(h: Hit) -> Any:
+    if h.source == "memory":
+        return (0, int(h.id))
+    if h.source in ("message", "compartment"):
+        return (0, h.ordinal_start or 0)
+    return (-(h.at_ms or 0), str(h.id))
+
+
+def _dedupe(hits: list[Hit]) -> list[Hit]:
+    """Drop a message hit whose ±3 range a better-ranked hit of the same session already covers exactly."""
+    seen: set[tuple[Any, ...]] = set()
+    out: list[Hit] = []
+    for h in hits:
+        key = (h.source, h.session_pk, h.id) if h.source != "message" else ("m", h.session_pk, h.ordinal)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(h)
+    return out
+
+
+def _bump(conn: sqlite3.Connection, ids: list[int], now_ms: int) -> None:
+    if not ids:
+        return
+    from magic_context.history.publish import transaction
+    from magic_context.store import search_index as idx
+
+    try:
+        with transaction(conn):
+            idx.bump_retrievals(conn, ids, now_ms)
+    except sqlite3.Error:
+        pass  # counters are best effort: a busy database must not fail a search
+
+
+__all__ = ["BOOST", "SOURCES", "SearchResult", "parse_sources", "search", "validate_query", "visible_memory_ids"]

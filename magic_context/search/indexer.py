@@ -1,0 +1,178 @@
+"""Keeps the search index in step with a session's folded history (§3.2, §4.5).
+
+`index_session` writes one `message_text` row per live raw message at or below the last compartment
+end (the live tail is never indexed), re-indexes rows whose content changed and removes rows no
+longer live. It is idempotent and cheap when nothing moved: a marker (newest raw row id, live count,
+cutoff) is compared first. It runs after each historian publish (in the historian's process — the
+background `mc wrapup`, or the pass itself only in inline mode, never on a defer pass) and before a
+search, so a session published by an older mc is searchable too.
+
+`embed_session` embeds compartments and message-chunk windows (and the project's memories) with the
+configured provider; failures are recorded and searching falls back to FTS.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any, Final
+
+from magic_context.errors import MCError
+from magic_context.search import text as search_text
+from magic_context.store import search_index
+
+DECODE_BATCH: Final = 200
+WINDOW_CHARS: Final = 1200  # one message-chunk window (≈ 300 tokens: a static model dilutes long texts)
+ROW_CHARS: Final = 400  # of one message inside a window
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+def cutoff(conn: sqlite3.Connection, session_pk: int) -> int:
+    """The last compartment end, or -1 when nothing is folded yet (then no message is searchable)."""
+    row = conn.execute("SELECT max(end_ordinal) FROM compartments WHERE session_pk = ?", (session_pk,)).fetchone()
+    return int(row[0]) if row and row[0] is not None else -1
+
+
+def _marker(conn: sqlite3.Connection, session_pk: int, through: int) -> str:
+    row = conn.execute("SELECT max(id), count(*) FROM raw_messages WHERE session_pk = ? AND superseded_at IS NULL",
+                       (session_pk,)).fetchone()
+    return f"{row[0]}:{row[1]}:{through}"
+
+
+def index_session(conn: sqlite3.Connection, session_pk: int, *, now_ms: int | None = None) -> int:
+    """Bring the session's message index up to its cutoff; returns the number of rows written or removed."""
+    from magic_context.history.publish import transaction
+    from magic_context.history.runner import _decode
+    from magic_context.store import raw
+
+    through = cutoff(conn, session_pk)
+    key = f"indexed:{session_pk}"
+    marker = _marker(conn, session_pk, through)
+    if search_index.get_state(conn, key) == marker:
+        return 0
+    harness = conn.execute("SELECT harness FROM sessions WHERE id = ?", (session_pk,)).fetchone()[0]
+    live = [row for row in raw.live_index(conn, session_pk) if row[0] <= through]
+    indexed = search_index.indexed_hashes(conn, session_pk)
+    live_ordinals = {row[0] for row in live}
+    todo = [row[0] for row in live if indexed.get(row[0]) != row[2]]
+    gone = [o for o in indexed if o not in live_ordinals]
+    changed = 0
+    with transaction(conn):
+        changed += search_index.delete_messages(conn, session_pk, gone)
+        for i in range(0, len(todo), DECODE_BATCH):
+            batch = todo[i:i + DECODE_BATCH]
+            stored = raw.read_range(conn, session_pk, batch[0], batch[-1])
+            wanted = set(batch)
+            # decode the whole contiguous span so tool results pair with their calls, keep what is wanted
+            messages = _decode(harness, stored)
+            rows = [(msg.ordinal, msg.role, s.content_hash, msg.created_at or s.created_at,
+                     search_text.message_text(msg))
+                    for msg, s in zip(messages, stored, strict=True) if s.ordinal in wanted]
+            changed += search_index.upsert_messages(conn, session_pk, rows)
+        search_index.set_state(conn, key, marker, now_ms or _now())
+    return changed
+
+
+def windows(rows: list[Any], start: int, end: int) -> list[tuple[int, int, str]]:
+    """Message-chunk windows of one compartment: (first ordinal, last ordinal, text), ≤ WINDOW_CHARS each."""
+    out: list[tuple[int, int, str]] = []
+    lines: list[str] = []
+    first = last = None
+    size = 0
+    for row in rows:
+        if not (start <= row["ordinal"] <= end) or not row["text"]:
+            continue
+        line = f"{row['role'][0].upper()}: {row['text'][:ROW_CHARS]}"
+        if lines and size + len(line) > WINDOW_CHARS:
+            out.append((first, last, "\n".join(lines)))
+            lines, size, first = [], 0, None
+        lines.append(line)
+        size += len(line) + 1
+        first = row["ordinal"] if first is None else first
+        last = row["ordinal"]
+    if lines:
+        out.append((first, last, "\n".join(lines)))
+    return out
+
+
+def _embed_missing(conn: sqlite3.Connection, embedder: Any, kind: str, scope: str, *,
+                   items: list[tuple[str, str, int | None, int | None]], now_ms: int) -> int:
+    """Embed (ref, text, start, end) items whose text hash has no vector yet under the embedder's model."""
+    from magic_context.history.publish import transaction
+    from magic_context.search.embed import pack, text_hash
+
+    have = search_index.vector_hashes(conn, kind, scope, embedder.model_id)
+    todo = [(ref, body, s, e, text_hash(body)) for ref, body, s, e in items if body.strip()]
+    todo = [t for t in todo if have.get(t[0]) != t[4]]
+    done = 0
+    for i in range(0, len(todo), 64):
+        batch = todo[i:i + 64]
+        vectors = embedder.embed([t[1] for t in batch])
+        with transaction(conn):
+            for (ref, _body, s, e, digest), vector in zip(batch, vectors, strict=True):
+                search_index.put_vector(conn, kind, ref, embedder.model_id, scope=scope, text_hash=digest,
+                                        vector=pack(vector), dims=int(vector.shape[0]), now_ms=now_ms, start=s, end=e)
+        done += len(batch)
+    return done
+
+
+def embed_session(conn: sqlite3.Connection, session_pk: int, embedder: Any, *, now_ms: int | None = None) -> int:
+    """Embed the session's compartments and message-chunk windows and its project's memories (hash-guarded)."""
+    now = now_ms or _now()
+    scope = str(session_pk)
+    comps = search_index.compartments(conn, session_pk)
+    items = [(str(c["id"]), f"{c['title']}\n{c['content']}", c["start_ordinal"], c["end_ordinal"]) for c in comps]
+    done = _embed_missing(conn, embedder, "compartment", scope, items=items, now_ms=now)
+    if comps:
+        rows = search_index.message_rows(conn, session_pk, comps[0]["start_ordinal"], comps[-1]["end_ordinal"])
+        chunks: list[tuple[str, str, int | None, int | None]] = []
+        for c in comps:
+            for index, (s, e, body) in enumerate(windows(rows, c["start_ordinal"], c["end_ordinal"])):
+                chunks.append((f"{c['id']}:{index}", body, s, e))
+        done += _embed_missing(conn, embedder, "chunk", scope, items=chunks, now_ms=now)
+    project = conn.execute("SELECT project_id FROM sessions WHERE id = ?", (session_pk,)).fetchone()[0]
+    if project:
+        mems = search_index.memories(conn, project, now)
+        done += _embed_missing(conn, embedder, "memory", project,
+                               items=[(str(m["id"]), m["content"], None, None) for m in mems], now_ms=now)
+    return done
+
+
+def after_publish(conn: sqlite3.Connection, session_pk: int, config: Any) -> dict[str, Any]:
+    """Index folded messages, then embed; never raises (a search index problem must not fail the historian)."""
+    from magic_context.search import embed
+
+    report: dict[str, Any] = {"indexed": 0, "embedded": 0}
+    try:
+        report["indexed"] = index_session(conn, session_pk)
+    except (sqlite3.Error, MCError) as exc:
+        report["error"] = str(exc)
+        return report
+    try:
+        embedder = embed.from_config(config)
+        if embedder is not None:
+            report["embedded"] = embed_session(conn, session_pk, embedder)
+            embed.clear_failure(conn)
+    except (sqlite3.Error, MCError, ImportError, OSError, ValueError) as exc:
+        embed.record_failure(conn, exc, "publish")
+        report["embedding_error"] = str(exc)
+    return report
+
+
+def describe(conn: sqlite3.Connection, session_pk: int | None = None) -> dict[str, Any]:
+    """Index and embedding state for `mc status` / `mc doctor`."""
+    from magic_context.search import embed
+
+    out: dict[str, Any] = {"last_embedding_failure": embed.last_failure(conn)}
+    if session_pk is not None:
+        out["indexed_messages"] = int(conn.execute("SELECT count(*) FROM message_text WHERE session_pk = ?",
+                                                   (session_pk,)).fetchone()[0])
+        out["searchable_through"] = cutoff(conn, session_pk)
+        out["vectors"] = {k: search_index.count_vectors(conn, k, str(session_pk)) for k in ("compartment", "chunk")}
+    return out
+
+
+__all__ = ["after_publish", "cutoff", "describe", "embed_session", "index_session", "windows"]

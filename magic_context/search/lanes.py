@@ -1,0 +1,257 @@
+"""Per-source scoring (§3.3): each lane returns its hits best first, scored on its own 0–1 scale.
+
+FTS ranks (BM25 order) become scores — the BM25 values themselves are never compared across lanes.
+Beyond the original, a lane whose AND query finds fewer hits than wanted also runs the query's content
+words ORed, at lower weight: a paraphrase rarely shares every word with its answer.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from magic_context.search import text as st
+from magic_context.store import search_index as idx
+
+SEMANTIC_WEIGHT: Final = 0.7
+FTS_WEIGHT: Final = 0.3
+SINGLE_SOURCE_PENALTY: Final = 0.8
+RRF_K: Final = 60
+LOOSE_WEIGHT: Final = 0.5  # the ORed content-word query, against 1.0 for the full AND query
+SEMANTIC_CANDIDATES: Final = 50
+
+
+@dataclass
+class Hit:
+    """One search result. `source` is memory, message, compartment, git_commit or note."""
+
+    source: str
+    id: int | str
+    score: float
+    match: str
+    snippet: str
+    session_pk: int | None = None
+    ordinal_start: int | None = None
+    ordinal_end: int | None = None
+    ordinal: int | None = None
+    role: str | None = None
+    title: str | None = None
+    category: str | None = None
+    sha: str | None = None
+    status: str | None = None
+    at_ms: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Query:
+    text: str
+    probes: list[str]
+    strict: str  # every token, ANDed
+    loose: str  # content words, ORed ("" when none)
+    vector: Any = None  # unit query vector or None
+    model_id: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+
+    def in_dates(self, at_ms: int | None) -> bool:
+        if at_ms is None:
+            return self.since_ms is None and self.until_ms is None
+        return (self.since_ms is None or at_ms >= self.since_ms) and (self.until_ms is None or at_ms < self.until_ms)
+
+
+def decay(n: int) -> list[float]:
+    """Linear decay by rank: 1 − rank/n."""
+    return [1 - r / n for r in range(n)]
+
+
+def _fts_lists(q: Query, fetch: Callable[[str, int], list[Any]], limit: int) -> list[tuple[float, list[Any]]]:
+    """(weight, rows) per FTS expression: the full query, then the loose one when the full one falls short."""
+    lists: list[tuple[float, list[Any]]] = []
+    if q.strict:
+        lists.append((1.0, fetch(q.strict, limit)))
+    if q.loose and q.loose != q.strict and (not lists or len(lists[0][1]) < limit):
+        lists.append((LOOSE_WEIGHT, fetch(q.loose, limit)))
+    return lists
+
+
+def _rrf(lists: Sequence[tuple[float, list[Any]]], key: Callable[[Any], Any]) -> dict[Any, float]:
+    fused: dict[Any, float] = {}
+    for weight, rows in lists:
+        for rank, row in enumerate(rows):
+            fused[key(row)] = fused.get(key(row), 0.0) + weight / (RRF_K + rank)
+    return fused
+
+
+def messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, limit: int) -> list[Hit]:
+    """Folded messages (ordinal ≤ cutoff): full query + loose query + literal probes, RRF-fused, then linear decay."""
+    if cutoff < 0:
+        return []
+    fetch_n = 3 * limit
+
+    def fetch(expr: str, n: int) -> list[Any]:
+        return idx.match_messages(conn, session_pk, expr, cutoff, n)
+
+    lists = _fts_lists(q, fetch, fetch_n)
+    rows: dict[int, Any] = {r["ordinal"]: r for _w, rs in lists for r in rs}
+    best_probe = 0.0
+    if q.probes:
+        total = max(1, idx.message_count(conn, session_pk, cutoff))
+        for probe in q.probes:
+            found = fetch(st.phrase(probe), max(fetch_n, 200))
+            weight = 1 / (1 + 100 * len(found) / total)
+            best_probe = max(best_probe, weight)
+            lists.append((weight, found[:fetch_n]))
+            rows.update({r["ordinal"]: r for r in found[:fetch_n]})
+    fused = _rrf(lists, lambda r: r["ordinal"])
+    for ordinal, row in rows.items():
+        low = row["text"].lower()
+        if q.probes and any(p.lower() in low for p in q.probes):
+            fused[ordinal] += best_probe / RRF_K
+    order = sorted((o for o in fused if q.in_dates(rows[o]["at_ms"])), key=lambda o: (-fused[o], o))[:fetch_n]
+    return [Hit("message", f"{session_pk}:{o}", s, "fts", rows[o]["text"], session_pk, max(0, o - 3),
+                min(cutoff, o + 3), o, rows[o]["role"], at_ms=rows[o]["at_ms"])
+            for o, s in zip(order, decay(len(order)), strict=True)]
+
+
+def compartments(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, limit: int) -> list[Hit]:
+    """Compartment summaries by FTS, plus compartment and message-chunk vectors when a query vector exists."""
+    if cutoff < 0:
+        return []
+    lists = _fts_lists(q, lambda e, n: idx.match_compartments(conn, session_pk, e, cutoff, n), 3 * limit)
+    fused = _rrf(lists, lambda r: r["id"])
+    rows = {r["id"]: r for _w, rs in lists for r in rs}
+    ranked = sorted(fused, key=lambda i: (-fused[i], rows[i]["start_ordinal"]))
+    fts = dict(zip(ranked, decay(len(ranked)), strict=True))
+    sem: dict[int, tuple[float, int, int, str]] = {}
+    if q.vector is not None and q.model_id:
+        sem = _semantic_compartments(conn, session_pk, q, cutoff)
+    missing = [i for i in sem if i not in rows]
+    for row in idx.compartments(conn, session_pk, missing):
+        rows[row["id"]] = row
+    hits: list[Hit] = []
+    for cid in set(fts) | set(sem):
+        row = rows.get(cid)
+        if row is None or row["end_ordinal"] > cutoff or not q.in_dates(row["at_ms"]):
+            continue
+        f, s = fts.get(cid), sem.get(cid)
+        if f is not None and s is not None:
+            score, match = SEMANTIC_WEIGHT * s[0] + FTS_WEIGHT * f, "hybrid"
+        elif s is not None:
+            score, match = SINGLE_SOURCE_PENALTY * s[0], "semantic"
+        else:
+            score, match = SINGLE_SOURCE_PENALTY * (f or 0.0), "fts"
+        if score <= 0:
+            continue
+        start, end = (s[1], s[2]) if s is not None else (row["start_ordinal"], row["end_ordinal"])
+        snippet = s[3] if s is not None and s[3] else row["content"] or row["title"]
+        hits.append(Hit("compartment", int(cid), score, match, snippet, session_pk, start, end, title=row["title"],
+                        at_ms=row["at_ms"], extra={"compartment_start": row["start_ordinal"],
+                                                   "compartment_end": row["end_ordinal"]}))
+    hits.sort(key=lambda h: (-h.score, h.ordinal_start or 0))
+    return hits[: 3 * limit]
+
+
+def _semantic_compartments(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int,
+                           ) -> dict[int, tuple[float, int, int, str]]:
+    """compartment id → (best clamped cosine, range start, range end, snippet) over its vector and chunk windows."""
+    from magic_context.search.embed import cosine, unpack_many
+
+    best: dict[int, tuple[float, int, int, str]] = {}
+    for kind in ("compartment", "chunk"):
+        rows = [r for r in idx.vectors(conn, kind, str(session_pk), q.model_id or "")
+                if r["end_ordinal"] is not None and r["end_ordinal"] <= cutoff and r["dims"] == q.vector.shape[0]]
+        if not rows:
+            continue
+        scores = cosine(q.vector, unpack_many([r["vector"] for r in rows], q.vector.shape[0]))
+        for row, value in zip(rows, scores, strict=True):
+            cid = int(str(row["ref"]).split(":")[0])
+            cos = max(0.0, min(1.0, float(value)))
+            if kind == "chunk":  # a window is narrower than its compartment: prefer its range on a near tie
+                cos += 1e-6
+            if cid not in best or cos > best[cid][0]:
+                best[cid] = (cos, row["start_ordinal"], row["end_ordinal"], "")
+    top = sorted(best.items(), key=lambda kv: -kv[1][0])[:SEMANTIC_CANDIDATES]
+    return dict(top)
+
+
+def memories(conn: sqlite3.Connection, project_id: str, q: Query, limit: int, *, now_ms: int, hidden: set[int],
+             ) -> list[Hit]:
+    """Active, unexpired memories of the project: FTS rank 1/(r+1) and cosine, 0.7/0.3/0.8 (§3.3); hidden dropped."""
+    lists = _fts_lists(q, lambda e, n: idx.match_memories(conn, project_id, e, now_ms, n), SEMANTIC_CANDIDATES)
+    fused = _rrf(lists, lambda r: r["id"])
+    rows = {r["id"]: r for _w, rs in lists for r in rs}
+    ranked = sorted(fused, key=lambda i: -fused[i])
+    fts = {mid: 1 / (rank + 1) for rank, mid in enumerate(ranked)}
+    sem: dict[int, float] = {}
+    if q.vector is not None and q.model_id:
+        from magic_context.search.embed import cosine, unpack_many
+
+        vec_rows = [r for r in idx.vectors(conn, "memory", project_id, q.model_id) if r["dims"] == q.vector.shape[0]]
+        if vec_rows:
+            scores = cosine(q.vector, unpack_many([r["vector"] for r in vec_rows], q.vector.shape[0]))
+            sem = {int(r["ref"]): max(0.0, min(1.0, float(s))) for r, s in zip(vec_rows, scores, strict=True)}
+    missing = [i for i in sem if i not in rows]
+    for row in idx.memories(conn, project_id, now_ms, missing):
+        rows[row["id"]] = row
+    hits: list[Hit] = []
+    for mid, row in rows.items():
+        if mid in hidden or not q.in_dates(row["updated_at"]):
+            continue
+        f, s = fts.get(mid), sem.get(mid)
+        if f is not None and s is not None:
+            score, match = SEMANTIC_WEIGHT * s + FTS_WEIGHT * f, "hybrid"
+        elif s is not None:
+            score, match = SINGLE_SOURCE_PENALTY * s, "semantic"
+        else:
+            score, match = SINGLE_SOURCE_PENALTY * (f or 0.0), "fts"
+        if score > 0:
+            hits.append(Hit("memory", int(mid), score, match, row["content"], category=row["category"],
+                            at_ms=row["updated_at"]))
+    hits.sort(key=lambda h: (-h.score, h.id))
+    return hits[: max(3 * limit, 10)]
+
+
+def commits(conn: sqlite3.Connection, project_id: str, q: Query, limit: int) -> list[Hit]:
+    """Indexed HEAD commits: FTS rank 1/(r+1) × 0.8, else a LIKE fallback on the whole query (newest first)."""
+    n = max(3 * limit, 30)
+    lists = _fts_lists(q, lambda e, k: idx.match_commits(conn, project_id, e, k), n)
+    fused = _rrf(lists, lambda r: r["id"])
+    rows = {r["id"]: r for _w, rs in lists for r in rs}
+    if not rows:
+        rows = {r["id"]: r for r in idx.like_commits(conn, project_id, q.text, n)}
+        fused = {i: 1.0 / (1 + rank) for rank, i in enumerate(rows)}
+    ranked = sorted(fused, key=lambda i: (-fused[i], -rows[i]["committed_at"]))
+    hits = [Hit("git_commit", rows[i]["sha"], SINGLE_SOURCE_PENALTY / (rank + 1), "fts", rows[i]["message"],
+                sha=rows[i]["sha"], at_ms=rows[i]["committed_at"]) for rank, i in enumerate(ranked)]
+    return [h for h in hits if q.in_dates(h.at_ms)][:n]
+
+
+def notes(conn: sqlite3.Connection, session_pk: int | None, project_id: str | None, q: Query, limit: int,
+          ) -> list[Hit]:
+    """Keyword match (§3.3): 2 if the whole query is a substring, + the share of tokens matched, + 0.5 when all of
+    several tokens match; then linear decay by rank (newest first on ties)."""
+    query_low = q.text.lower().strip()
+    tokens = st.note_tokens(q.text)
+    scored: list[tuple[float, Any]] = []
+    for row in idx.notes(conn, session_pk, project_id):
+        low = row["content"].lower()
+        found = {t for t in st.note_tokens(low)}
+        raw = 2.0 if query_low and query_low in low else 0.0
+        if tokens:
+            share = sum(1 for t in tokens if t in found or t in low) / len(tokens)
+            raw += share
+            if share == 1 and len(tokens) > 1:
+                raw += 0.5
+        if raw > 0 and q.in_dates(row["created_at"]):
+            scored.append((raw, row))
+    scored.sort(key=lambda x: (-x[0], -x[1]["created_at"], x[1]["id"]))
+    scored = scored[: max(3 * limit, 10)]
+    return [Hit("note", int(row["id"]), s, "fts", row["content"], session_pk=row["session_pk"], status=row["status"],
+                at_ms=row["created_at"], extra={"type": row["type"]})
+            for (_raw, row), s in zip(scored, decay(len(scored)), strict=True)]
+
+
+__all__ = ["Hit", "Query", "commits", "compartments", "decay", "memories", "messages", "notes"]
