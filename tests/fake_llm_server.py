@@ -418,8 +418,8 @@ def bag_of_words(text: str) -> list[float]:
     import hashlib
 
     vector = [0.0] * EMBEDDING_DIMS
-    for word in text.lower().split():
-        word = word.strip(".,:;!?()[]{}\"'`")
+    for token in text.lower().split():
+        word = token.strip(".,:;!?()[]{}\"'`")
         if word:
             vector[int(hashlib.md5(word.encode()).hexdigest()[:8], 16) % EMBEDDING_DIMS] += 1.0
     return vector

@@ -29,7 +29,7 @@ def session_with_history(conn: sqlite3.Connection, *, session_id: str = "syn", p
     return pk
 
 
-def fold(conn: sqlite3.Connection, session_pk: int, start: int, end: int, title: str, content: str = "") -> int:
+def fold(conn: sqlite3.Connection, session_pk: int, start: int, end: int, title: str, *, content: str = "") -> int:
     seq = conn.execute("SELECT coalesce(max(sequence), 0) + 1 FROM compartments WHERE session_pk = ?",
                        (session_pk,)).fetchone()[0]
     cur = conn.execute("INSERT INTO compartments (session_pk, sequence, start_ordinal, end_ordinal, title, content, "
