@@ -26,6 +26,7 @@ BOOST: Final = {"memory": 1.3, "message": 1.15, "compartment": 1.15, "git_commit
 LANE_ORDER: Final = {"memory": 0, "message": 1, "compartment": 1, "git_commit": 2, "note": 3}
 DEFAULT_LIMIT: Final = 10
 MAX_LIMIT: Final = 50
+LAZY_BLOCKS: Final = 4  # message-vector blocks a search may embed itself (the historian's publish embeds the rest)
 
 
 @dataclass
@@ -101,20 +102,28 @@ def visible_memory_ids(conn: sqlite3.Connection, session_pk: int) -> set[int]:
     return {int(i) for i in value} if isinstance(value, list) else set()
 
 
-def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: list[str]) -> tuple[Any, str | None]:
+def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: list[str],
+                 session_pks: list[int]) -> tuple[Any, Any, str | None]:
+    """(query vector, its message view, model id); Nones when embeddings are off or failing (FTS only).
+
+    Messages of the searched sessions not yet embedded are embedded first, a few blocks at most (lazily)."""
     if config is None:
-        return None, None
+        return None, None, None
     from magic_context.search import embed
+    from magic_context.search.indexer import embed_messages
 
     try:
         embedder = embed.from_config(config)
         if embedder is None:
-            return None, None
-        return embedder.embed([text])[0], embedder.model_id
+            return None, None, None
+        vector = embedder.embed([text])
+        for pk in session_pks:
+            embed_messages(conn, pk, embedder, max_blocks=LAZY_BLOCKS)
+        return vector[0], embedder.message_view(vector)[0], embedder.model_id
     except (MCError, ImportError, OSError, ValueError) as exc:
         embed.record_failure(conn, exc, "search")
         warnings.append(f"embedding unavailable, FTS only: {exc.one_line() if isinstance(exc, MCError) else exc}")
-        return None, None
+        return None, None, None
 
 
 def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], project_id: str | None,
@@ -155,9 +164,12 @@ def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], proj
             git.refresh(conn, project_id, project_dir, config.memory.git_commit_indexing, now_ms=now)
         except MCError as exc:
             result.warnings.append(f"git commits not refreshed: {exc.one_line()}")
-    vector, model_id = _embed_query(conn, config, text, result.warnings) \
-        if chosen not in (["git_commit"], ["note"]) else (None, None)
-    q = Query(text, st.probes(text), st.sanitize(text), st.any_words(text), vector, model_id, since_ms, until_ms)
+    wants_vector = chosen not in (["git_commit"], ["note"]) and any(c.isalnum() for c in text)
+    vector, message_vector, model_id = _embed_query(conn, config, text, result.warnings,
+                                                    session_pks if "message" in chosen else []) \
+        if wants_vector else (None, None, None)
+    q = Query(text, st.probes(text), st.sanitize(text), st.any_words(text), vector, model_id, message_vector,
+              since_ms, until_ms)
     tier = max(3 * limit, 10)
     merged: list[Hit] = []
     if "memory" in chosen and project_id:

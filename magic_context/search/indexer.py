@@ -7,8 +7,8 @@ cutoff) is compared first. It runs after each historian publish (in the historia
 background `mc wrapup`, or the pass itself only in inline mode, never on a defer pass) and before a
 search, so a session published by an older mc is searchable too.
 
-`embed_session` embeds compartments and message-chunk windows (and the project's memories) with the
-configured provider; failures are recorded and searching falls back to FTS.
+`embed_session` embeds compartments, messages (in blocks of 256 ordinals) and the project's memories with
+the configured provider; failures are recorded and searching falls back to FTS.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from magic_context.search import text as search_text
 from magic_context.store import search_index
 
 DECODE_BATCH: Final = 200
-WINDOW_CHARS: Final = 1200  # one message-chunk window (≈ 300 tokens: a static model dilutes long texts)
-ROW_CHARS: Final = 400  # of one message inside a window
 
 
 def _now() -> int:
@@ -76,26 +74,61 @@ def index_session(conn: sqlite3.Connection, session_pk: int, *, now_ms: int | No
     return changed
 
 
-def windows(rows: list[Any], start: int, end: int) -> list[tuple[int, int, str]]:
-    """Message-chunk windows of one compartment: (first ordinal, last ordinal, text), ≤ WINDOW_CHARS each."""
-    out: list[tuple[int, int, str]] = []
-    lines: list[str] = []
-    first = last = None
-    size = 0
+BLOCK: Final = 256  # ordinals per message-vector block: 100k messages load as ~400 blobs, not 100k rows
+MESSAGE_TEXT_CHARS: Final = 1500  # of one message, embedded (a static model averages: more text dilutes)
+
+
+def block_of(ordinal: int) -> int:
+    return ordinal // BLOCK
+
+
+def pack_block(ordinals: list[int], vectors: Any) -> bytes:
+    """int32 ordinals then float32 vectors, little-endian, no header (count = len / (4 · (dims + 1)))."""
+    import numpy as np
+
+    return np.asarray(ordinals, dtype="<i4").tobytes() + np.asarray(vectors, dtype="<f4").tobytes()
+
+
+def unpack_block(blob: bytes, dims: int) -> tuple[Any, Any]:
+    import numpy as np
+
+    n = len(blob) // (4 * (dims + 1))
+    return (np.frombuffer(blob, dtype="<i4", count=n),
+            np.frombuffer(blob, dtype="<f4", offset=4 * n).reshape(n, dims))
+
+
+def embed_messages(conn: sqlite3.Connection, session_pk: int, embedder: Any, *, now_ms: int | None = None,
+                   max_blocks: int | None = None) -> int:
+    """Embed the session's indexed messages into per-block vectors (re-embedding a block whose text changed).
+
+    Returns the number of blocks embedded; `max_blocks` bounds the work (a search embeds lazily).
+    """
+    from magic_context.history.publish import transaction
+    from magic_context.search.embed import text_hash
+
+    now = now_ms or _now()
+    scope = str(session_pk)
+    kind = "msgblock"
+    rows = conn.execute("SELECT ordinal, content_hash, text FROM message_text WHERE session_pk = ? AND text != '' "
+                        "ORDER BY ordinal", (session_pk,)).fetchall()
+    blocks: dict[int, list[Any]] = {}
     for row in rows:
-        if not (start <= row["ordinal"] <= end) or not row["text"]:
+        blocks.setdefault(block_of(row[0]), []).append(row)
+    have = search_index.vector_hashes(conn, kind, scope, embedder.model_id)
+    done = 0
+    for number, members in sorted(blocks.items()):
+        digest = text_hash("".join(f"{r[0]}:{r[1]};" for r in members))
+        if have.get(str(number)) == digest:
             continue
-        line = f"{row['role'][0].upper()}: {row['text'][:ROW_CHARS]}"
-        if lines and size + len(line) > WINDOW_CHARS:
-            out.append((first, last, "\n".join(lines)))
-            lines, size, first = [], 0, None
-        lines.append(line)
-        size += len(line) + 1
-        first = row["ordinal"] if first is None else first
-        last = row["ordinal"]
-    if lines:
-        out.append((first, last, "\n".join(lines)))
-    return out
+        if max_blocks is not None and done >= max_blocks:
+            break
+        vectors = embedder.embed_messages([r[2][:MESSAGE_TEXT_CHARS] for r in members])
+        with transaction(conn):
+            search_index.put_vector(conn, kind, str(number), embedder.model_id, scope=scope, text_hash=digest,
+                                    vector=pack_block([r[0] for r in members], vectors), dims=int(vectors.shape[1]),
+                                    now_ms=now, start=members[0][0], end=members[-1][0])
+        done += 1
+    return done
 
 
 def _embed_missing(conn: sqlite3.Connection, embedder: Any, kind: str, scope: str, *,
@@ -120,19 +153,13 @@ def _embed_missing(conn: sqlite3.Connection, embedder: Any, kind: str, scope: st
 
 
 def embed_session(conn: sqlite3.Connection, session_pk: int, embedder: Any, *, now_ms: int | None = None) -> int:
-    """Embed the session's compartments and message-chunk windows and its project's memories (hash-guarded)."""
+    """Embed the session's compartments and messages and its project's memories (hash-guarded)."""
     now = now_ms or _now()
     scope = str(session_pk)
     comps = search_index.compartments(conn, session_pk)
     items = [(str(c["id"]), f"{c['title']}\n{c['content']}", c["start_ordinal"], c["end_ordinal"]) for c in comps]
     done = _embed_missing(conn, embedder, "compartment", scope, items=items, now_ms=now)
-    if comps:
-        rows = search_index.message_rows(conn, session_pk, comps[0]["start_ordinal"], comps[-1]["end_ordinal"])
-        chunks: list[tuple[str, str, int | None, int | None]] = []
-        for c in comps:
-            for index, (s, e, body) in enumerate(windows(rows, c["start_ordinal"], c["end_ordinal"])):
-                chunks.append((f"{c['id']}:{index}", body, s, e))
-        done += _embed_missing(conn, embedder, "chunk", scope, items=chunks, now_ms=now)
+    done += embed_messages(conn, session_pk, embedder, now_ms=now)
     project = conn.execute("SELECT project_id FROM sessions WHERE id = ?", (session_pk,)).fetchone()[0]
     if project:
         mems = search_index.memories(conn, project, now)
@@ -171,8 +198,8 @@ def describe(conn: sqlite3.Connection, session_pk: int | None = None) -> dict[st
         out["indexed_messages"] = int(conn.execute("SELECT count(*) FROM message_text WHERE session_pk = ?",
                                                    (session_pk,)).fetchone()[0])
         out["searchable_through"] = cutoff(conn, session_pk)
-        out["vectors"] = {k: search_index.count_vectors(conn, k, str(session_pk)) for k in ("compartment", "chunk")}
+        out["vectors"] = {k: search_index.count_vectors(conn, k, str(session_pk)) for k in ("compartment", "msgblock")}
     return out
 
 
-__all__ = ["after_publish", "cutoff", "describe", "embed_session", "index_session", "windows"]
+__all__ = ["after_publish", "cutoff", "describe", "embed_session", "embed_messages", "index_session", "pack_block", "unpack_block"]

@@ -53,6 +53,7 @@ class Query:
     loose: str  # content words, ORed ("" when none)
     vector: Any = None  # unit query vector or None
     model_id: str | None = None
+    message_vector: Any = None  # the query vector as message vectors are stored (see Embedder.message_view)
     since_ms: int | None = None
     until_ms: int | None = None
 
@@ -86,7 +87,13 @@ def _rrf(lists: Sequence[tuple[float, list[Any]]], key: Callable[[Any], Any]) ->
 
 
 def messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, limit: int) -> list[Hit]:
-    """Folded messages (ordinal ≤ cutoff): full query + loose query + literal probes, RRF-fused, then linear decay."""
+    """Folded messages (ordinal ≤ cutoff): full query + loose query + literal probes + message vectors,
+    RRF-fused (k=60), then linear decay (§3.3). Each hit's range is its ordinal ± 3.
+
+    The original fuses 512-token compartment-chunk vectors with message hits; with a static model one vector
+    per message finds paraphrases better (bench/search_bench.py), so the cosine ranking of messages is one
+    more RRF list here.
+    """
     if cutoff < 0:
         return []
     fetch_n = 3 * limit
@@ -105,15 +112,57 @@ def messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, l
             best_probe = max(best_probe, weight)
             lists.append((weight, found[:fetch_n]))
             rows.update({r["ordinal"]: r for r in found[:fetch_n]})
+    lexical = set(rows)
+    semantic: set[int] = set()
+    if q.message_vector is not None and q.model_id:
+        ranked = _semantic_messages(conn, session_pk, q, cutoff, fetch_n)
+        missing = [o for o, _c in ranked if o not in rows]
+        if missing:
+            for row in idx.message_rows_at(conn, session_pk, missing):
+                rows[row["ordinal"]] = row
+        lists.append((SEMANTIC_RRF_WEIGHT, [rows[o] for o, _c in ranked if o in rows]))
+        semantic = {o for o, _c in ranked}
     fused = _rrf(lists, lambda r: r["ordinal"])
     for ordinal, row in rows.items():
         low = row["text"].lower()
         if q.probes and any(p.lower() in low for p in q.probes):
             fused[ordinal] += best_probe / RRF_K
     order = sorted((o for o in fused if q.in_dates(rows[o]["at_ms"])), key=lambda o: (-fused[o], o))[:fetch_n]
-    return [Hit("message", f"{session_pk}:{o}", s, "fts", rows[o]["text"], session_pk, max(0, o - 3),
-                min(cutoff, o + 3), o, rows[o]["role"], at_ms=rows[o]["at_ms"])
+    return [Hit("message", f"{session_pk}:{o}", s, _match(o in lexical, o in semantic), rows[o]["text"], session_pk,
+                max(0, o - 3), min(cutoff, o + 3), o, rows[o]["role"], at_ms=rows[o]["at_ms"])
             for o, s in zip(order, decay(len(order)), strict=True)]
+
+
+SEMANTIC_RRF_WEIGHT: Final = 1.0
+MIN_MESSAGE_COSINE: Final = 0.2  # below this a static model's cosine is noise (bench/search_bench.py)
+
+
+def _match(lexical: bool, semantic: bool) -> str:
+    return "hybrid" if lexical and semantic else "semantic" if semantic else "fts"
+
+
+def _semantic_messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, n: int,
+                       ) -> list[tuple[int, float]]:
+    """(ordinal, cosine) of the `n` folded messages nearest the query, best first."""
+    import numpy as np
+
+    from magic_context.search.indexer import unpack_block
+
+    dims = q.message_vector.shape[0]
+    ordinals, scores = [], []
+    for row in idx.vectors(conn, "msgblock", str(session_pk), q.model_id or ""):
+        if row["dims"] != dims or row["start_ordinal"] is None or row["start_ordinal"] > cutoff:
+            continue
+        ords, matrix = unpack_block(row["vector"], dims)
+        ordinals.append(ords)
+        scores.append(matrix @ q.message_vector)
+    if not ordinals:
+        return []
+    all_ords, all_scores = np.concatenate(ordinals), np.concatenate(scores)
+    keep = (all_ords <= cutoff) & (all_scores >= MIN_MESSAGE_COSINE)
+    all_ords, all_scores = all_ords[keep], all_scores[keep]
+    top = np.argsort(-all_scores, kind="stable")[:n]
+    return [(int(all_ords[i]), float(all_scores[i])) for i in top]
 
 
 def compartments(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, limit: int) -> list[Hit]:
@@ -160,7 +209,7 @@ def _semantic_compartments(conn: sqlite3.Connection, session_pk: int, q: Query, 
     from magic_context.search.embed import cosine, unpack_many
 
     best: dict[int, tuple[float, int, int, str]] = {}
-    for kind in ("compartment", "chunk"):
+    for kind in ("compartment",):
         rows = [r for r in idx.vectors(conn, kind, str(session_pk), q.model_id or "")
                 if r["end_ordinal"] is not None and r["end_ordinal"] <= cutoff and r["dims"] == q.vector.shape[0]]
         if not rows:

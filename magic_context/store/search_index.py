@@ -73,6 +73,15 @@ def message_rows(conn: sqlite3.Connection, session_pk: int, start: int, end: int
                        "AND ordinal BETWEEN ? AND ? ORDER BY ordinal", (session_pk, start, end))
 
 
+def message_rows_at(conn: sqlite3.Connection, session_pk: int, ordinals: Sequence[int]) -> list[sqlite3.Row]:
+    out: list[sqlite3.Row] = []
+    for i in range(0, len(ordinals), 500):
+        part = list(ordinals[i:i + 500])
+        out += _rows(conn, "SELECT id, ordinal, role, at_ms, text FROM message_text WHERE session_pk = ? "
+                           f"AND ordinal IN ({','.join('?' * len(part))})", [session_pk, *part])
+    return out
+
+
 # --- compartments, commits, memories, notes -----------------------------------------------------------
 
 def match_compartments(conn: sqlite3.Connection, session_pk: int, expression: str, cutoff: int, limit: int,
