@@ -52,7 +52,7 @@ def _hit_text(conn: Any, hit: Any, pk: int) -> str:
     from magic_context.tools.expand import expand_range
 
     if hit.source in ("message", "compartment"):
-        return expand_range(conn, pk, hit.ordinal_start, hit.ordinal_end, budget=10 ** 7).text
+        return expand_range(conn, pk, hit.ordinal_start, hit.ordinal_end).text  # the real 15 000-token budget
     return hit.snippet
 
 
@@ -169,7 +169,8 @@ print(json.dumps({"times": times, "count": conn.execute("SELECT count(*) FROM me
 def latency(db_path: Path, queries: list[str], provider: str) -> dict[str, Any]:
     """Per-query ms in a fresh process; the first includes imports, opening the database and loading the model."""
     argv = [sys.executable, "-c", LATENCY_CHILD, str(REPO), str(db_path), provider, json.dumps(queries)]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    proc = subprocess.run(argv, capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     times = sorted(data["times"])
     p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]

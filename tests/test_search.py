@@ -125,7 +125,7 @@ def test_merge_applies_source_boosts_and_lane_order() -> None:
 def test_search_limit_scores_and_retrieval_counts(conn) -> None:
     pk = session_with_history(conn)
     mid = add_memory(conn, "zebra stripes decision")
-    result = run(conn, "zebra", pk, limit=3)
+    result = run(conn, "stripes", pk, limit=3)
     assert len(result.hits) == 3
     # the best message scores 1.0 x 1.15; the best FTS-only memory 0.8 x 1.3 (§3.3, §3.4)
     assert result.hits[0].source == "message" and result.hits[0].score == pytest.approx(1.15)
@@ -197,10 +197,10 @@ def test_note_lane_keyword_scoring(conn) -> None:
 def test_result_text_layout(conn) -> None:
     pk = session_with_history(conn)
     add_memory(conn, "zebra   stripes\n decision")
-    result = run(conn, "zebra", pk, limit=2)
+    result = run(conn, "stripes", pk, limit=2)
     text = fmt.render(result, NOW, pk)
     lines = text.split("\n")
-    assert lines[0] == 'Found 2 result(s) for "zebra":'
+    assert lines[0] == 'Found 2 result(s) for "stripes":'
     assert lines[1] == ""
     top = result.hits[0]
     assert lines[2] == f"[1] [message] score=1.15 ordinal={top.ordinal} range={top.ordinal_start}-{top.ordinal_end} " \

@@ -177,8 +177,8 @@ def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], proj
     if "message" in chosen:
         for pk in session_pks:
             cut = _cutoff(conn, pk)
-            merged += lanes.messages(conn, pk, q, cut, tier)[:tier]
-            merged += lanes.compartments(conn, pk, q, cut, tier)[:tier]
+            comps = lanes.compartments(conn, pk, q, cut, tier)[:tier]
+            merged += lanes.messages(conn, pk, q, cut, tier, compartment_hits=comps)[:tier]
     if "git_commit" in chosen and project_id:
         merged += lanes.commits(conn, project_id, q, limit)[:tier]
     if "note" in chosen:

@@ -202,4 +202,5 @@ def describe(conn: sqlite3.Connection, session_pk: int | None = None) -> dict[st
     return out
 
 
-__all__ = ["after_publish", "cutoff", "describe", "embed_messages", "embed_session", "index_session", "pack_block", "unpack_block"]
+__all__ = ["after_publish", "cutoff", "describe", "embed_messages", "embed_session", "index_session", "pack_block",
+           "unpack_block"]

@@ -68,13 +68,16 @@ def decay(n: int) -> list[float]:
     return [1 - r / n for r in range(n)]
 
 
-def _fts_lists(q: Query, fetch: Callable[[str, int], list[Any]], limit: int) -> list[tuple[float, list[Any]]]:
-    """(weight, rows) per FTS expression: the full query, then the loose one when the full one falls short."""
+def _fts_lists(q: Query, fetch: Callable[..., list[Any]], limit: int, *, loose_kw: bool = False,
+               ) -> list[tuple[float, list[Any]]]:
+    """(weight, rows) per FTS expression: the full query, then the loose one when the full one falls short.
+    With `loose_kw`, `fetch` is told which one it runs (`loose=True|False`)."""
     lists: list[tuple[float, list[Any]]] = []
+    extra: dict[str, bool] = {"loose": False} if loose_kw else {}
     if q.strict:
-        lists.append((1.0, fetch(q.strict, limit)))
+        lists.append((1.0, fetch(q.strict, limit, **extra)))
     if q.loose and q.loose != q.strict and (not lists or len(lists[0][1]) < limit):
-        lists.append((LOOSE_WEIGHT, fetch(q.loose, limit)))
+        lists.append((LOOSE_WEIGHT, fetch(q.loose, limit, **({"loose": True} if loose_kw else {}))))
     return lists
 
 
@@ -86,22 +89,25 @@ def _rrf(lists: Sequence[tuple[float, list[Any]]], key: Callable[[Any], Any]) ->
     return fused
 
 
-def messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, limit: int) -> list[Hit]:
-    """Folded messages (ordinal ≤ cutoff): full query + loose query + literal probes + message vectors,
-    RRF-fused (k=60), then linear decay (§3.3). Each hit's range is its ordinal ± 3.
+def messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, limit: int, *,
+             compartment_hits: Sequence[Hit] = ()) -> list[Hit]:
+    """Folded messages (ordinal ≤ cutoff): full query + loose query + literal probes + message vectors, and the
+    compartment lane's hits, RRF-fused (k=60), then linear decay (§3.3). A message hit's range is its ordinal ± 3;
+    a compartment hit keeps its compartment's range.
 
     The original fuses 512-token compartment-chunk vectors with message hits; with a static model one vector
     per message finds paraphrases better (bench/search_bench.py), so the cosine ranking of messages is one
-    more RRF list here.
+    more RRF list here, and the compartment summaries (which quote the user's words) another.
     """
     if cutoff < 0:
         return []
     fetch_n = 3 * limit
 
-    def fetch(expr: str, n: int) -> list[Any]:
-        return idx.match_messages(conn, session_pk, expr, cutoff, n)
+    def fetch(expr: str, n: int, loose: bool = False) -> list[Any]:
+        # the loose (ORed) query matches prose only: tool outputs are long word bags that match any paraphrase
+        return idx.match_messages(conn, session_pk, expr, cutoff, n, prose_only=LOOSE_PROSE_ONLY and loose)
 
-    lists = _fts_lists(q, fetch, fetch_n)
+    lists = _fts_lists(q, fetch, fetch_n, loose_kw=True)
     rows: dict[int, Any] = {r["ordinal"]: r for _w, rs in lists for r in rs}
     best_probe = 0.0
     if q.probes:
@@ -127,13 +133,27 @@ def messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, l
         low = row["text"].lower()
         if q.probes and any(p.lower() in low for p in q.probes):
             fused[ordinal] += best_probe / RRF_K
-    order = sorted((o for o in fused if q.in_dates(rows[o]["at_ms"])), key=lambda o: (-fused[o], o))[:fetch_n]
-    return [Hit("message", f"{session_pk}:{o}", s, _match(o in lexical, o in semantic), rows[o]["text"], session_pk,
-                max(0, o - 3), min(cutoff, o + 3), o, rows[o]["role"], at_ms=rows[o]["at_ms"])
-            for o, s in zip(order, decay(len(order)), strict=True)]
+    items: dict[Any, float] = {("m", o): v for o, v in fused.items() if q.in_dates(rows[o]["at_ms"])}
+    by_id = {h.id: h for h in compartment_hits}
+    for rank, hit in enumerate(compartment_hits):
+        items[("c", hit.id)] = COMPARTMENT_RRF_WEIGHT / (RRF_K + rank)
+    order = sorted(items, key=lambda k: (-items[k], k[1] if k[0] == "m" else by_id[k[1]].ordinal_start))[:fetch_n]
+    out: list[Hit] = []
+    for key, score in zip(order, decay(len(order)), strict=True):
+        if key[0] == "c":
+            hit = by_id[key[1]]
+            hit.score = score
+            out.append(hit)
+            continue
+        o = key[1]
+        out.append(Hit("message", f"{session_pk}:{o}", score, _match(o in lexical, o in semantic), rows[o]["text"],
+                       session_pk, max(0, o - 3), min(cutoff, o + 3), o, rows[o]["role"], at_ms=rows[o]["at_ms"]))
+    return out
 
 
-SEMANTIC_RRF_WEIGHT: Final = 1.0
+SEMANTIC_RRF_WEIGHT: Final = 0.5  # tuned on bench/search (1.0 let a static model's noise outrank FTS)
+COMPARTMENT_RRF_WEIGHT: Final = 1.0
+LOOSE_PROSE_ONLY: Final = True
 MIN_MESSAGE_COSINE: Final = 0.2  # below this a static model's cosine is noise (bench/search_bench.py)
 
 

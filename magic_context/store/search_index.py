@@ -60,11 +60,13 @@ def message_count(conn: sqlite3.Connection, session_pk: int, cutoff: int) -> int
 
 
 def match_messages(conn: sqlite3.Connection, session_pk: int, expression: str, cutoff: int, limit: int,
-                   ) -> list[sqlite3.Row]:
-    """Message rows of the session at or below `cutoff` matching `expression`, best BM25 first, ties by ordinal."""
+                   *, prose_only: bool = False) -> list[sqlite3.Row]:
+    """Message rows of the session at or below `cutoff` matching `expression`, best BM25 first, ties by ordinal.
+    `prose_only` leaves out tool-result rows (role `tool`)."""
+    role = " AND t.role != 'tool'" if prose_only else ""
     return _rows(conn, "SELECT t.id, t.ordinal, t.role, t.at_ms, t.text FROM message_fts f "
                        "JOIN message_text t ON t.id = f.rowid WHERE message_fts MATCH ? AND t.session_pk = ? "
-                       "AND t.ordinal <= ? ORDER BY bm25(message_fts), t.ordinal LIMIT ?",
+                       f"AND t.ordinal <= ?{role} ORDER BY bm25(message_fts), t.ordinal LIMIT ?",
                  (expression, session_pk, cutoff, limit))
 
 
