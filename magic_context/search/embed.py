@@ -35,6 +35,10 @@ class EmbeddingUnavailable(MCError):
     """The configured embedding provider cannot embed right now (not installed, down, bad answer)."""
 
 
+class EmbeddingNotInstalled(EmbeddingUnavailable):
+    """`local` without the optional `magic-context[embeddings]` extra: search is FTS-only, quietly."""
+
+
 class Embedder:
     """One configured provider; `embed` returns an (n, dims) float32 array of unit vectors."""
 
@@ -105,7 +109,7 @@ def _local_embed(texts: list[str]) -> Any:
             import wordllama
             from wordllama import WordLlama
         except ImportError as exc:
-            raise EmbeddingUnavailable("the local embedding model is not installed",
+            raise EmbeddingNotInstalled("the local embedding model is not installed",
                                        fix="pip install 'magic-context[embeddings]' or set embedding.provider = "
                                            "'off'") from exc
         try:
@@ -201,5 +205,5 @@ def last_failure(conn: sqlite3.Connection) -> dict[str, Any] | None:
     return json.loads(value) if value else None
 
 
-__all__ = ["Embedder", "EmbeddingUnavailable", "clear_failure", "cosine", "from_config", "last_failure", "model_id",
+__all__ = ["Embedder", "EmbeddingNotInstalled", "EmbeddingUnavailable", "clear_failure", "cosine", "from_config", "last_failure", "model_id",
            "pack", "record_failure", "text_hash", "unpack_many"]

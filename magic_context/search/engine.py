@@ -122,6 +122,8 @@ def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: lis
         return vector[0], embedder.message_view(vector)[0], embedder.model_id
     except (MCError, ImportError, OSError, ValueError) as exc:
         embed.record_failure(conn, exc, "search")
+        if isinstance(exc, embed.EmbeddingNotInstalled):
+            return None, None, None  # the optional extra is absent: FTS only, `mc status` says why
         warnings.append(f"embedding unavailable, FTS only: {exc.one_line() if isinstance(exc, MCError) else exc}")
         return None, None, None
 
