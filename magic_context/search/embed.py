@@ -205,5 +205,5 @@ def last_failure(conn: sqlite3.Connection) -> dict[str, Any] | None:
     return json.loads(value) if value else None
 
 
-__all__ = ["Embedder", "EmbeddingNotInstalled", "EmbeddingUnavailable", "clear_failure", "cosine", "from_config", "last_failure", "model_id",
-           "pack", "record_failure", "text_hash", "unpack_many"]
+__all__ = ["Embedder", "EmbeddingNotInstalled", "EmbeddingUnavailable", "clear_failure", "cosine", "from_config",
+           "last_failure", "model_id", "pack", "record_failure", "text_hash", "unpack_many"]
