@@ -93,10 +93,18 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
         "historian": {"state": json.loads(state["historian"]) if state.get("historian") else "idle",
                       "last_failure": json.loads(state["historian_failure"]) if state.get("historian_failure")
                       else None},
+        "search": _search(conn, session_pk),
         "passes": reports[-RECENT_PASSES:],
         "cache": cache_split(reports),
         "paths": paths.all_paths(),
     }
+
+
+def _search(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
+    """Search index and embedding state (issue #12): indexed messages, vectors, the last embedding failure."""
+    from magic_context.search.indexer import describe
+
+    return describe(conn, session_pk)
 
 
 def status(conn: sqlite3.Connection, *, session_id: str | None = None, harness: str | None = None,
