@@ -123,7 +123,7 @@ def scaled_db(source: Path, target_messages: int) -> Path:
     rows = dst.execute("SELECT ordinal, role, content_hash, at_ms, text FROM message_text WHERE session_pk = ? "
                        "ORDER BY ordinal", (pk,)).fetchall()
     chunks = dst.execute("SELECT kind, ref, model_id, scope, start_ordinal, end_ordinal, text_hash, dims, vector, "
-                         "created_at FROM embeddings WHERE scope = ? AND kind IN ('chunk', 'compartment')",
+                         "created_at FROM embeddings WHERE scope = ? AND kind = 'compartment'",
                          (str(pk),)).fetchall()
     span = rows[-1][0] + 1
     copies = max(1, target_messages // len(rows))
@@ -133,14 +133,43 @@ def scaled_db(source: Path, target_messages: int) -> Path:
             dst.executemany("INSERT INTO message_text (session_pk, ordinal, role, content_hash, at_ms, text) "
                             "VALUES (?, ?, ?, ?, ?, ?)", [(pk, o + shift, r, h, t, x) for o, r, h, t, x in rows])
             dst.executemany("INSERT INTO embeddings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            [(k, f"{9_000_000 + c}:{ref}", m, s, a + shift, b + shift, th, d, v, ca)
+                            [(k, str(10_000_000 * c + int(ref)), m, s, a + shift, b + shift, th, d, v, ca)
                              for k, ref, m, s, a, b, th, d, v, ca in chunks if a is not None])
+    # message vectors: the real ones, re-blocked at the shifted ordinals (as `embed_messages` would store them)
+    from magic_context.search.indexer import BLOCK, pack_block, unpack_block
+
+    ords, vecs = [], []
+    for dims, blob in dst.execute("SELECT dims, vector FROM embeddings WHERE kind = 'msgblock' AND scope = ?",
+                                  (str(pk),)).fetchall():
+        o, scale, v = unpack_block(blob, dims)
+        ords += [int(x) for x in o]
+        vecs += list(v.astype("float32") * scale[:, None])
+    model = dst.execute("SELECT model_id FROM embeddings WHERE kind = 'msgblock' LIMIT 1").fetchone()
+    if model and vecs:
+        import numpy as np
+
+        by_block: dict[int, tuple[list[int], list[Any]]] = {}
+        for c in range(copies):
+            for o, v in zip(ords, vecs, strict=True):
+                entry = by_block.setdefault((o + c * span) // BLOCK, ([], []))
+                entry[0].append(o + c * span)
+                entry[1].append(v)
+        with dst:
+            dst.execute("DELETE FROM embeddings WHERE kind = 'msgblock' AND scope = ?", (str(pk),))
+            for number, (os_, vs) in by_block.items():
+                dst.execute("INSERT INTO embeddings VALUES ('msgblock', ?, ?, ?, ?, ?, 'scaled', ?, ?, 0)",
+                            (str(number), model[0], str(pk), os_[0], os_[-1], len(vs[0]),
+                             pack_block(os_, np.asarray(vs))))
+    # a search embeds lazily only when the vectors end before the last indexed message: they do not here
         dst.execute("INSERT INTO compartments (session_pk, sequence, start_ordinal, end_ordinal, title, created_at) "
                     "VALUES (?, 100000, ?, ?, 'scaled', 0)", (pk, span * copies - 1, span * copies - 1))
         marker = dst.execute("SELECT max(id), count(*) FROM raw_messages WHERE session_pk = ? AND superseded_at IS "
                              "NULL", (pk,)).fetchone()
         dst.execute("INSERT OR REPLACE INTO search_state (key, value, updated_at) VALUES (?, ?, 0)",
                     (f"indexed:{pk}", f"{marker[0]}:{marker[1]}:{span * copies - 1}"))
+        dst.execute("INSERT OR REPLACE INTO search_state (key, value, updated_at) VALUES (?, ?, 0)",
+                    (f"count:{pk}", str(len(rows) * copies)))
+    dst.commit()
     dst.execute("VACUUM")
     dst.close()
     return path

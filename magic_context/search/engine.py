@@ -118,7 +118,7 @@ def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: lis
             return None, None, None
         vector = embedder.embed([text])
         for pk in session_pks:
-            embed_messages(conn, pk, embedder, max_blocks=LAZY_BLOCKS)
+            embed_messages(conn, pk, embedder, max_blocks=LAZY_BLOCKS, only_if_behind=True)
         return vector[0], embedder.message_view(vector)[0], embedder.model_id
     except (MCError, ImportError, OSError, ValueError) as exc:
         embed.record_failure(conn, exc, "search")

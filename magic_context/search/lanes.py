@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from magic_context.search import text as st
@@ -99,6 +99,8 @@ def messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, l
     per message finds paraphrases better (bench/search_bench.py), so the cosine ranking of messages is one
     more RRF list here, and the compartment summaries (which quote the user's words) another.
     """
+    from magic_context.search.indexer import indexed_count
+
     if cutoff < 0:
         return []
     fetch_n = 3 * limit
@@ -107,11 +109,11 @@ def messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, l
         # the loose (ORed) query matches prose only: tool outputs are long word bags that match any paraphrase
         return idx.match_messages(conn, session_pk, expr, cutoff, n, prose_only=LOOSE_PROSE_ONLY and loose)
 
-    lists = _fts_lists(q, fetch, fetch_n, loose_kw=True)
+    total = max(1, indexed_count(conn, session_pk)) if q.probes or q.loose else 1
+    lists = _fts_lists(replace(q, loose=_selective(conn, q, total)), fetch, fetch_n, loose_kw=True)
     rows: dict[int, Any] = {r["ordinal"]: r for _w, rs in lists for r in rs}
     best_probe = 0.0
     if q.probes:
-        total = max(1, idx.message_count(conn, session_pk, cutoff))
         for probe in q.probes:
             found = fetch(st.phrase(probe), max(fetch_n, 200))
             weight = 1 / (1 + 100 * len(found) / total)
@@ -157,6 +159,21 @@ LOOSE_PROSE_ONLY: Final = True
 MIN_MESSAGE_COSINE: Final = 0.2  # below this a static model's cosine is noise (bench/search_bench.py)
 
 
+LOOSE_DF_FLOOR: Final = 1000
+
+
+def _selective(conn: sqlite3.Connection, q: Query, total: int) -> str:
+    """The loose query without words found in more than max(1000, 2% of the session's rows) rows of the index:
+    BM25 must score every row an ORed word matches, and a word that common ranks nothing (measured: it keeps
+    p95 at 100k messages within budget, and never triggers below 50k rows)."""
+    words = st.content_words(q.text)
+    if not words:
+        return ""
+    cap = max(LOOSE_DF_FLOOR, total // 50)
+    kept = [w for w in words if idx.term_count(conn, st.phrase(w), cap) < cap]
+    return st.any_words(kept)
+
+
 def _match(lexical: bool, semantic: bool) -> str:
     return "hybrid" if lexical and semantic else "semantic" if semantic else "fts"
 
@@ -169,16 +186,18 @@ def _semantic_messages(conn: sqlite3.Connection, session_pk: int, q: Query, cuto
     from magic_context.search.indexer import unpack_block
 
     dims = q.message_vector.shape[0]
-    ordinals, scores = [], []
+    ordinals, scales, matrices = [], [], []
     for row in idx.vectors(conn, "msgblock", str(session_pk), q.model_id or ""):
         if row["dims"] != dims or row["start_ordinal"] is None or row["start_ordinal"] > cutoff:
             continue
-        ords, matrix = unpack_block(row["vector"], dims)
+        ords, scale, matrix = unpack_block(row["vector"], dims)
         ordinals.append(ords)
-        scores.append(matrix @ q.message_vector)
+        scales.append(scale)
+        matrices.append(matrix)
     if not ordinals:
         return []
-    all_ords, all_scores = np.concatenate(ordinals), np.concatenate(scores)
+    all_ords = np.concatenate(ordinals)
+    all_scores = (np.concatenate(matrices).astype(np.float32) @ q.message_vector) * np.concatenate(scales)
     keep = (all_ords <= cutoff) & (all_scores >= MIN_MESSAGE_COSINE)
     all_ords, all_scores = all_ords[keep], all_scores[keep]
     top = np.argsort(-all_scores, kind="stable")[:n]
@@ -225,25 +244,19 @@ def compartments(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: in
 
 def _semantic_compartments(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int,
                            ) -> dict[int, tuple[float, int, int, str]]:
-    """compartment id → (best clamped cosine, range start, range end, snippet) over its vector and chunk windows."""
+    """compartment id → (clamped cosine, start, end, "") for the compartments nearest the query (top 50)."""
+    import numpy as np
+
     from magic_context.search.embed import cosine, unpack_many
 
-    best: dict[int, tuple[float, int, int, str]] = {}
-    for kind in ("compartment",):
-        rows = [r for r in idx.vectors(conn, kind, str(session_pk), q.model_id or "")
-                if r["end_ordinal"] is not None and r["end_ordinal"] <= cutoff and r["dims"] == q.vector.shape[0]]
-        if not rows:
-            continue
-        scores = cosine(q.vector, unpack_many([r["vector"] for r in rows], q.vector.shape[0]))
-        for row, value in zip(rows, scores, strict=True):
-            cid = int(str(row["ref"]).split(":")[0])
-            cos = max(0.0, min(1.0, float(value)))
-            if kind == "chunk":  # a window is narrower than its compartment: prefer its range on a near tie
-                cos += 1e-6
-            if cid not in best or cos > best[cid][0]:
-                best[cid] = (cos, row["start_ordinal"], row["end_ordinal"], "")
-    top = sorted(best.items(), key=lambda kv: -kv[1][0])[:SEMANTIC_CANDIDATES]
-    return dict(top)
+    rows = [r for r in idx.vectors(conn, "compartment", str(session_pk), q.model_id or "")
+            if r["end_ordinal"] is not None and r["end_ordinal"] <= cutoff and r["dims"] == q.vector.shape[0]]
+    if not rows:
+        return {}
+    scores = cosine(q.vector, unpack_many([r["vector"] for r in rows], q.vector.shape[0]))
+    top = np.argsort(-scores, kind="stable")[:SEMANTIC_CANDIDATES]
+    return {int(rows[i]["ref"]): (max(0.0, min(1.0, float(scores[i]))), rows[i]["start_ordinal"],
+                                  rows[i]["end_ordinal"], "") for i in top}
 
 
 def memories(conn: sqlite3.Connection, project_id: str, q: Query, limit: int, *, now_ms: int, hidden: set[int],

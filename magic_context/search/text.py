@@ -111,13 +111,19 @@ def sanitize(query: str) -> str:
     return " ".join('"' + t.replace('"', '""') + '"' for t in terms(query)[:MAX_QUERY_TERMS])
 
 
-def any_words(query: str) -> str:
-    """A looser FTS5 expression: the query's content words (stopwords removed), ORed. Empty if none."""
+def content_words(query: str) -> list[str]:
+    """The query's words of 2+ characters that are not stopwords, lower-cased, first occurrence order."""
     words: list[str] = []
     for word in _WORD.findall(query.lower()):
         if len(word) >= 2 and word not in STOPWORDS and word not in words:
             words.append(word)
-    return " OR ".join(f'"{w}"' for w in words[:MAX_QUERY_TERMS])
+    return words[:MAX_QUERY_TERMS]
+
+
+def any_words(query: str | list[str]) -> str:
+    """A looser FTS5 expression: the query's content words (stopwords removed), ORed. Empty if none."""
+    words = content_words(query) if isinstance(query, str) else query
+    return " OR ".join(f'"{w}"' for w in words)
 
 
 def probes(query: str) -> list[str]:
@@ -176,5 +182,7 @@ def as_dict(obj: Any) -> Any:  # small helper for JSON output of dataclasses wit
     return asdict(obj)
 
 
-__all__ = ["MAX_PROBES", "MAX_QUERY_CHARS", "age", "any_words", "collapse", "id_query", "message_full_text",
-           "message_text", "note_tokens", "phrase", "preview", "probes", "sanitize"]
+__all__ = [
+    "MAX_PROBES", "MAX_QUERY_CHARS", "age", "any_words", "collapse", "content_words", "id_query",
+    "message_full_text", "message_text", "note_tokens", "phrase", "preview", "probes", "sanitize",
+]

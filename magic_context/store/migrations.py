@@ -311,7 +311,7 @@ CREATE TABLE IF NOT EXISTS embeddings (
     created_at INTEGER NOT NULL,
     PRIMARY KEY (kind, ref, model_id)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS embeddings_by_scope ON embeddings (kind, scope, model_id);
+CREATE INDEX IF NOT EXISTS embeddings_by_scope ON embeddings (kind, scope, model_id, end_ordinal);
 CREATE TABLE IF NOT EXISTS search_state (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL,

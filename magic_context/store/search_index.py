@@ -54,6 +54,12 @@ def delete_messages(conn: sqlite3.Connection, session_pk: int, ordinals: Iterabl
     return n
 
 
+def term_count(conn: sqlite3.Connection, expression: str, cap: int) -> int:
+    """Rows of the whole message index matching `expression`, counted up to `cap` (cheap: stops there)."""
+    return int(_rows(conn, "SELECT count(*) FROM (SELECT 1 FROM message_fts WHERE message_fts MATCH ? LIMIT ?)",
+                     (expression, cap))[0][0])
+
+
 def message_count(conn: sqlite3.Connection, session_pk: int, cutoff: int) -> int:
     return int(_rows(conn, "SELECT count(*) FROM message_text WHERE session_pk = ? AND ordinal <= ?",
                      (session_pk, cutoff))[0][0])
