@@ -299,6 +299,7 @@ CREATE TRIGGER IF NOT EXISTS git_commits_au AFTER UPDATE OF message ON git_commi
     INSERT INTO git_commit_fts(rowid, message) VALUES (new.id, new.message);
 END;
 CREATE TABLE IF NOT EXISTS embeddings (
+    id INTEGER PRIMARY KEY,
     kind TEXT NOT NULL,
     ref TEXT NOT NULL,
     model_id TEXT NOT NULL,
@@ -309,8 +310,8 @@ CREATE TABLE IF NOT EXISTS embeddings (
     dims INTEGER NOT NULL,
     vector BLOB NOT NULL,
     created_at INTEGER NOT NULL,
-    PRIMARY KEY (kind, ref, model_id)
-) WITHOUT ROWID;
+    UNIQUE (kind, ref, model_id)
+);
 CREATE INDEX IF NOT EXISTS embeddings_by_scope ON embeddings (kind, scope, model_id, end_ordinal);
 CREATE TABLE IF NOT EXISTS search_state (
     key TEXT PRIMARY KEY,
