@@ -132,8 +132,8 @@ def scaled_db(source: Path, target_messages: int) -> Path:
             shift = c * span
             dst.executemany("INSERT INTO message_text (session_pk, ordinal, role, content_hash, at_ms, text) "
                             "VALUES (?, ?, ?, ?, ?, ?)", [(pk, o + shift, r, h, t, x) for o, r, h, t, x in rows])
-            dst.executemany("INSERT INTO embeddings (kind, ref, model_id, scope, start_ordinal, end_ordinal, text_hash, "
-                            "dims, vector, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            dst.executemany("INSERT INTO embeddings (kind, ref, model_id, scope, start_ordinal, end_ordinal, "
+                            "text_hash, dims, vector, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             [(k, str(10_000_000 * c + int(ref)), m, s, a + shift, b + shift, th, d, v, ca)
                              for k, ref, m, s, a, b, th, d, v, ca in chunks if a is not None])
     # message vectors: the real ones, re-blocked at the shifted ordinals (as `embed_messages` would store them)
@@ -158,8 +158,8 @@ def scaled_db(source: Path, target_messages: int) -> Path:
         with dst:
             dst.execute("DELETE FROM embeddings WHERE kind = 'msgblock' AND scope = ?", (str(pk),))
             for number, (os_, vs) in by_block.items():
-                dst.execute("INSERT INTO embeddings (kind, ref, model_id, scope, start_ordinal, end_ordinal, text_hash, "
-                            "dims, vector, created_at) VALUES ('msgblock', ?, ?, ?, ?, ?, 'scaled', ?, ?, 0)",
+                dst.execute("INSERT INTO embeddings (kind, ref, model_id, scope, start_ordinal, end_ordinal, "
+                            "text_hash, dims, vector, created_at) VALUES ('msgblock', ?, ?, ?, ?, ?, 'scaled', ?, ?, 0)",
                             (str(number), model[0], str(pk), os_[0], os_[-1], len(vs[0]),
                              pack_block(os_, np.asarray(vs))))
     # a search embeds lazily only when the vectors end before the last indexed message: they do not here
