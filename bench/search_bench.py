@@ -159,7 +159,8 @@ def scaled_db(source: Path, target_messages: int) -> Path:
             dst.execute("DELETE FROM embeddings WHERE kind = 'msgblock' AND scope = ?", (str(pk),))
             for number, (os_, vs) in by_block.items():
                 dst.execute("INSERT INTO embeddings (kind, ref, model_id, scope, start_ordinal, end_ordinal, "
-                            "text_hash, dims, vector, created_at) VALUES ('msgblock', ?, ?, ?, ?, ?, 'scaled', ?, ?, 0)",
+                            "text_hash, dims, vector, created_at) "
+                            "VALUES ('msgblock', ?, ?, ?, ?, ?, 'scaled', ?, ?, 0)",
                             (str(number), model[0], str(pk), os_[0], os_[-1], len(vs[0]),
                              pack_block(os_, np.asarray(vs))))
     # a search embeds lazily only when the vectors end before the last indexed message: they do not here
