@@ -114,3 +114,14 @@ def test_local_model_embeds_with_the_network_blocked() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-1500:]
     assert proc.stdout.split() == ["256", "128", "True"]
+
+
+def test_local_without_the_extra_is_fts_only_and_quiet(conn, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "wordllama", None)  # what an install without [embeddings] looks like
+    monkeypatch.setattr(embed, "_local_model", None)
+    pk = session_with_history(conn)
+    config = MCConfig.model_validate({"embedding": {"provider": "local"}})
+    result = engine.search(conn, "walrus", session_pks=[pk], project_id="dir:syn", config=config, now_ms=NOW)
+    assert result.hits and result.warnings == []
+    assert "not installed" in indexer.describe(conn, pk)["last_embedding_failure"]["message"]
+    assert health.probe(config)[0] == "warn"
