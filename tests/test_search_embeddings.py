@@ -125,3 +125,13 @@ def test_local_without_the_extra_is_fts_only_and_quiet(conn, monkeypatch) -> Non
     assert result.hits and result.warnings == []
     assert "not installed" in indexer.describe(conn, pk)["last_embedding_failure"]["message"]
     assert health.probe(config)[0] == "warn"
+
+
+def test_memories_without_vectors_are_embedded_by_a_search(conn, server) -> None:
+    pk = session_with_history(conn)
+    config = remote(server.openai_base_url)
+    mid = add_memory(conn, "penguins prefer the cold parser")
+    result = engine.search(conn, "penguins cold", session_pks=[pk], project_id="dir:syn", config=config, now_ms=NOW,
+                           sources=["memory"])
+    assert [(h.id, h.match) for h in result.hits] == [(mid, "hybrid")]
+    assert conn.execute("SELECT count(*) FROM embeddings WHERE kind = 'memory' AND ref = ?", (str(mid),)).fetchone()[0]

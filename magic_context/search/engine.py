@@ -102,15 +102,16 @@ def visible_memory_ids(conn: sqlite3.Connection, session_pk: int) -> set[int]:
     return {int(i) for i in value} if isinstance(value, list) else set()
 
 
-def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: list[str],
-                 session_pks: list[int]) -> tuple[Any, Any, str | None]:
+def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: list[str], *,
+                 session_pks: list[int], project_id: str | None = None) -> tuple[Any, Any, str | None]:
     """(query vector, its message view, model id); Nones when embeddings are off or failing (FTS only).
 
-    Messages of the searched sessions not yet embedded are embedded first, a few blocks at most (lazily)."""
+    Messages of the searched sessions not yet embedded are embedded first, a few blocks at most, and the
+    project's memories without a vector (§3.3: missing vectors are embedded on the fly and saved)."""
     if config is None:
         return None, None, None
     from magic_context.search import embed
-    from magic_context.search.indexer import embed_messages
+    from magic_context.search.indexer import embed_memories, embed_messages
 
     try:
         embedder = embed.from_config(config)
@@ -119,6 +120,8 @@ def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: lis
         vector = embedder.embed([text])
         for pk in session_pks:
             embed_messages(conn, pk, embedder, max_blocks=LAZY_BLOCKS, only_if_behind=True)
+        if project_id:
+            embed_memories(conn, project_id, embedder)
         return vector[0], embedder.message_view(vector)[0], embedder.model_id
     except (MCError, ImportError, OSError, ValueError) as exc:
         embed.record_failure(conn, exc, "search")
@@ -167,8 +170,9 @@ def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], proj
         except MCError as exc:
             result.warnings.append(f"git commits not refreshed: {exc.one_line()}")
     wants_vector = chosen not in (["git_commit"], ["note"]) and any(c.isalnum() for c in text)
-    vector, message_vector, model_id = _embed_query(conn, config, text, result.warnings,
-                                                    session_pks if "message" in chosen else []) \
+    vector, message_vector, model_id = _embed_query(
+        conn, config, text, result.warnings, session_pks=session_pks if "message" in chosen else [],
+        project_id=project_id if "memory" in chosen else None) \
         if wants_vector else (None, None, None)
     q = Query(text, st.probes(text), st.sanitize(text), st.any_words(text), vector, model_id, message_vector,
               since_ms, until_ms)

@@ -192,10 +192,16 @@ def embed_session(conn: sqlite3.Connection, session_pk: int, embedder: Any, *, n
     done += embed_messages(conn, session_pk, embedder, now_ms=now)
     project = conn.execute("SELECT project_id FROM sessions WHERE id = ?", (session_pk,)).fetchone()[0]
     if project:
-        mems = search_index.memories(conn, project, now)
-        done += _embed_missing(conn, embedder, "memory", project,
-                               items=[(str(m["id"]), m["content"], None, None) for m in mems], now_ms=now)
+        done += embed_memories(conn, project, embedder, now_ms=now)
     return done
+
+
+def embed_memories(conn: sqlite3.Connection, project_id: str, embedder: Any, *, now_ms: int | None = None) -> int:
+    """Embed the project's live memories that have no vector for this model (or whose content changed)."""
+    now = now_ms or _now()
+    mems = search_index.memories(conn, project_id, now)
+    return _embed_missing(conn, embedder, "memory", project_id,
+                          items=[(str(m["id"]), m["content"], None, None) for m in mems], now_ms=now)
 
 
 def after_publish(conn: sqlite3.Connection, session_pk: int, config: Any) -> dict[str, Any]:
@@ -233,6 +239,6 @@ def describe(conn: sqlite3.Connection, session_pk: int | None = None) -> dict[st
 
 
 __all__ = [
-    "after_publish", "cutoff", "describe", "embed_messages", "embed_session", "index_session",
+    "after_publish", "cutoff", "describe", "embed_memories", "embed_messages", "embed_session", "index_session",
     "indexed_count", "pack_block", "unpack_block",
 ]
