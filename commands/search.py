@@ -55,14 +55,20 @@ def search(
         result = engine.search(conn, query, session_pks=where.session_pks, project_id=where.project_id,
                                sources=sources, limit=limit, since_ms=since, until_ms=until, config=config,
                                now_ms=now, project_dir=where.project_dir)
+        session_ids = {pk: sid for pk, sid in conn.execute("SELECT id, session_id FROM sessions").fetchall()
+                       if pk in where.session_pks}
     finally:
         conn.close()
     for warning in result.warnings:
         _output.warn(warning)
     if as_json:
+        results = result.as_dicts()
+        for item in results:  # the id `mc expand --session` takes, for hits that have a range
+            if item.get("session_pk") in session_ids:
+                item["session_id"] = session_ids[item["session_pk"]]
         _output.print_json("search", {"query": result.query, "sources": result.sources,
                                       "session_id": where.session_id, "project_id": where.project_id,
-                                      "results": result.as_dicts(), "warnings": result.warnings})
+                                      "results": results, "warnings": result.warnings})
         return
     import sys
 

@@ -42,6 +42,7 @@ def test_search_json_results_carry_ranges_that_expand_accepts(mc, stored) -> Non
     for hit in hits:
         assert {"source", "id", "score", "match", "snippet"} <= set(hit)
     message = next(h for h in hits if h["source"] == "message")
+    assert message["session_id"] == stored
     assert message["ordinal"] == 2 and (message["ordinal_start"], message["ordinal_end"]) == (0, 5)
     expanded = mc("expand", "--session", stored, "--range", f"{message['ordinal_start']}-{message['ordinal_end']}",
                   "--json")
