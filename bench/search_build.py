@@ -37,6 +37,14 @@ def build(name: str, window: int, out: Path, *, provider: str = "local") -> dict
             runner.serve(runner.payload(rep.native[:spec.end], spec.at_ms, spec.model))
             if done % 100 == 0:
                 print(f"  {name}: {done}/{len(rep.passes)} passes", file=sys.stderr)
+        from magic_context.config.load import load_config
+        from magic_context.search import indexer
+        from magic_context.store.db import open_db
+
+        conn = open_db()  # the inline historian indexed each publish; embed once at the end, as a background run would
+        for (pk,) in conn.execute("SELECT id FROM sessions").fetchall():
+            indexer.after_publish(conn, pk, load_config(None).config, embed_now=True)
+        conn.close()
         out.parent.mkdir(parents=True, exist_ok=True)
         if out.exists():
             out.unlink()

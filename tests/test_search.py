@@ -222,3 +222,22 @@ def test_schema_version_counts_the_search_migration() -> None:
 
     assert "m004_search_index" in migrations.all_names()
     assert db.SCHEMA_VERSION == len(migrations.all_names())
+
+
+def test_a_historian_publish_indexes_the_folded_messages(conn) -> None:
+    from historian_helpers import store_pi
+
+    from magic_context.history import wrapup
+
+    b = PiBuilder()
+    for i in range(30):
+        b.turn(f"please update module number {i} with the quokka setting", f"src/mod{i}.py")
+    pk = store_pi(conn, b.messages)
+    result = wrapup.wrapup(conn, pk, keep=10, provider="extractive")
+    assert result.compartments >= 1
+    end = conn.execute("SELECT max(end_ordinal) FROM compartments WHERE session_pk = ?", (pk,)).fetchone()[0]
+    indexed = [r[0] for r in conn.execute("SELECT ordinal FROM message_text WHERE session_pk = ? ORDER BY ordinal",
+                                          (pk,))]
+    assert indexed == list(range(end + 1))  # folded history only, indexed by the publish itself
+    # inline (this test's historian mode) indexes but does not embed: replayed pass times stay as they were
+    assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 0

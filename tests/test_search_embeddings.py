@@ -36,7 +36,7 @@ def remote(url: str) -> MCConfig:
 def test_publish_embeds_compartments_messages_and_memories(conn, server) -> None:
     pk = session_with_history(conn)
     add_memory(conn, "zebra stripes are counted from the header")
-    report = indexer.after_publish(conn, pk, remote(server.openai_base_url))
+    report = indexer.after_publish(conn, pk, remote(server.openai_base_url), embed_now=True)
     assert report["indexed"] == 10 and report["embedded"] >= 3, report
     kinds = dict(conn.execute("SELECT kind, count(*) FROM embeddings GROUP BY kind").fetchall())
     assert kinds == {"compartment": 1, "msgblock": 1, "memory": 1}
@@ -48,14 +48,14 @@ def test_publish_embeds_compartments_messages_and_memories(conn, server) -> None
     assert posted and all(r.body["model"] == "toy" for r in posted)
     # a second publish with nothing new embeds nothing (text hashes guard every vector)
     before = len(server.requests)
-    assert indexer.after_publish(conn, pk, remote(server.openai_base_url))["embedded"] == 0
+    assert indexer.after_publish(conn, pk, remote(server.openai_base_url), embed_now=True)["embedded"] == 0
     assert len(server.requests) == before
 
 
 def test_semantic_lane_contributes_to_message_hits(conn, server) -> None:
     pk = session_with_history(conn)
     config = remote(server.openai_base_url)
-    indexer.after_publish(conn, pk, config)
+    indexer.after_publish(conn, pk, config, embed_now=True)
     result = engine.search(conn, "miscounts stripes header", session_pks=[pk], project_id="dir:syn", config=config,
                            now_ms=NOW, sources=["message"])
     top = result.hits[0]
@@ -67,7 +67,7 @@ def test_provider_down_falls_back_to_fts_with_a_recorded_warning(conn, server) -
     pk = session_with_history(conn)
     server.embeddings_status = 503
     config = remote(server.openai_base_url)
-    report = indexer.after_publish(conn, pk, config)
+    report = indexer.after_publish(conn, pk, config, embed_now=True)
     assert report["indexed"] == 10 and "HTTP 503" in report["embedding_error"]
     result = engine.search(conn, "walrus", session_pks=[pk], project_id="dir:syn", config=config, now_ms=NOW)
     assert result.hits and all(h.match == "fts" for h in result.hits)
@@ -76,17 +76,17 @@ def test_provider_down_falls_back_to_fts_with_a_recorded_warning(conn, server) -
     assert failure["where"] == "search" and "HTTP 503" in failure["message"]
     # once the provider is back, the next publish clears the warning
     server.embeddings_status = 200
-    indexer.after_publish(conn, pk, config)
+    indexer.after_publish(conn, pk, config, embed_now=True)
     assert indexer.describe(conn, pk)["last_embedding_failure"] is None
 
 
 def test_unreachable_endpoint_and_bad_config_never_raise(conn) -> None:
     pk = session_with_history(conn)
     closed = remote("http://127.0.0.1:9/v1")
-    assert "unreachable" in indexer.after_publish(conn, pk, closed)["embedding_error"]
+    assert "unreachable" in indexer.after_publish(conn, pk, closed, embed_now=True)["embedding_error"]
     assert engine.search(conn, "walrus", session_pks=[pk], project_id="dir:syn", config=closed, now_ms=NOW).hits
     no_endpoint = MCConfig.model_validate({"embedding": {"provider": "openai-compatible"}})
-    assert "endpoint is not set" in indexer.after_publish(conn, pk, no_endpoint)["embedding_error"]
+    assert "endpoint is not set" in indexer.after_publish(conn, pk, no_endpoint, embed_now=True)["embedding_error"]
     state, detail = health.probe(closed)
     assert state == "warn" and "falls back to FTS" in detail
 

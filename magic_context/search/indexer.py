@@ -204,8 +204,14 @@ def embed_memories(conn: sqlite3.Connection, project_id: str, embedder: Any, *, 
                           items=[(str(m["id"]), m["content"], None, None) for m in mems], now_ms=now)
 
 
-def after_publish(conn: sqlite3.Connection, session_pk: int, config: Any) -> dict[str, Any]:
-    """Index folded messages, then embed; never raises (a search index problem must not fail the historian)."""
+def after_publish(conn: sqlite3.Connection, session_pk: int, config: Any, *, embed_now: bool | None = None,
+                  ) -> dict[str, Any]:
+    """Index folded messages, then embed; never raises (a search index problem must not fail the historian).
+
+    A historian run inside the transform pass (`MAGIC_CONTEXT_HISTORIAN=inline`: replays, tests) indexes but
+    does not embed, so replayed pass times stay what they were; searches and the next background publish embed.
+    """
+    from magic_context.history.runner import inline_mode
     from magic_context.search import embed
 
     report: dict[str, Any] = {"indexed": 0, "embedded": 0}
@@ -213,6 +219,8 @@ def after_publish(conn: sqlite3.Connection, session_pk: int, config: Any) -> dic
         report["indexed"] = index_session(conn, session_pk)
     except (sqlite3.Error, MCError) as exc:
         report["error"] = str(exc)
+        return report
+    if not (embed_now if embed_now is not None else not inline_mode()):
         return report
     try:
         embedder = embed.from_config(config)
