@@ -255,8 +255,8 @@ def _semantic_compartments(conn: sqlite3.Connection, session_pk: int, q: Query, 
         return {}
     scores = cosine(q.vector, unpack_many([r["vector"] for r in rows], q.vector.shape[0]))
     top = np.argsort(-scores, kind="stable")[:SEMANTIC_CANDIDATES]
-    return {int(rows[i]["ref"]): (max(0.0, min(1.0, float(scores[i]))), rows[i]["start_ordinal"],
-                                  rows[i]["end_ordinal"], "") for i in top}
+    return {int(rows[i]["ref"]): (min(1.0, float(scores[i])), rows[i]["start_ordinal"], rows[i]["end_ordinal"], "")
+            for i in top if float(scores[i]) >= MIN_MESSAGE_COSINE}
 
 
 def memories(conn: sqlite3.Connection, project_id: str, q: Query, limit: int, *, now_ms: int, hidden: set[int],
@@ -274,7 +274,8 @@ def memories(conn: sqlite3.Connection, project_id: str, q: Query, limit: int, *,
         vec_rows = [r for r in idx.vectors(conn, "memory", project_id, q.model_id) if r["dims"] == q.vector.shape[0]]
         if vec_rows:
             scores = cosine(q.vector, unpack_many([r["vector"] for r in vec_rows], q.vector.shape[0]))
-            sem = {int(r["ref"]): max(0.0, min(1.0, float(s))) for r, s in zip(vec_rows, scores, strict=True)}
+            sem = {int(r["ref"]): min(1.0, float(s)) for r, s in zip(vec_rows, scores, strict=True)
+                   if float(s) >= MIN_MESSAGE_COSINE}  # below it a static model's cosine is noise
     missing = [i for i in sem if i not in rows]
     for row in idx.memories(conn, project_id, now_ms, missing):
         rows[row["id"]] = row
