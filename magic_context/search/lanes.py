@@ -228,6 +228,8 @@ def compartments(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: in
         if f is not None and s is not None:
             score, match = SEMANTIC_WEIGHT * s[0] + FTS_WEIGHT * f, "hybrid"
         elif s is not None:
+            if s[0] < MIN_MESSAGE_COSINE:  # semantic only and this weak: a static model's noise
+                continue
             score, match = SINGLE_SOURCE_PENALTY * s[0], "semantic"
         else:
             score, match = SINGLE_SOURCE_PENALTY * (f or 0.0), "fts"
@@ -255,8 +257,8 @@ def _semantic_compartments(conn: sqlite3.Connection, session_pk: int, q: Query, 
         return {}
     scores = cosine(q.vector, unpack_many([r["vector"] for r in rows], q.vector.shape[0]))
     top = np.argsort(-scores, kind="stable")[:SEMANTIC_CANDIDATES]
-    return {int(rows[i]["ref"]): (min(1.0, float(scores[i])), rows[i]["start_ordinal"], rows[i]["end_ordinal"], "")
-            for i in top if float(scores[i]) >= MIN_MESSAGE_COSINE}
+    return {int(rows[i]["ref"]): (max(0.0, min(1.0, float(scores[i]))), rows[i]["start_ordinal"],
+                                  rows[i]["end_ordinal"], "") for i in top}
 
 
 def memories(conn: sqlite3.Connection, project_id: str, q: Query, limit: int, *, now_ms: int, hidden: set[int],
@@ -274,8 +276,7 @@ def memories(conn: sqlite3.Connection, project_id: str, q: Query, limit: int, *,
         vec_rows = [r for r in idx.vectors(conn, "memory", project_id, q.model_id) if r["dims"] == q.vector.shape[0]]
         if vec_rows:
             scores = cosine(q.vector, unpack_many([r["vector"] for r in vec_rows], q.vector.shape[0]))
-            sem = {int(r["ref"]): min(1.0, float(s)) for r, s in zip(vec_rows, scores, strict=True)
-                   if float(s) >= MIN_MESSAGE_COSINE}  # below it a static model's cosine is noise
+            sem = {int(r["ref"]): max(0.0, min(1.0, float(s))) for r, s in zip(vec_rows, scores, strict=True)}
     missing = [i for i in sem if i not in rows]
     for row in idx.memories(conn, project_id, now_ms, missing):
         rows[row["id"]] = row
@@ -287,6 +288,8 @@ def memories(conn: sqlite3.Connection, project_id: str, q: Query, limit: int, *,
         if f is not None and s is not None:
             score, match = SEMANTIC_WEIGHT * s + FTS_WEIGHT * f, "hybrid"
         elif s is not None:
+            if s < MIN_MESSAGE_COSINE:  # semantic only and this weak: a static model's noise
+                continue
             score, match = SINGLE_SOURCE_PENALTY * s, "semantic"
         else:
             score, match = SINGLE_SOURCE_PENALTY * (f or 0.0), "fts"
