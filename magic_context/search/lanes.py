@@ -205,7 +205,7 @@ def _semantic_messages(conn: sqlite3.Connection, session_pk: int, q: Query, cuto
 
 
 def compartments(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, limit: int) -> list[Hit]:
-    """Compartment summaries by FTS, plus compartment and message-chunk vectors when a query vector exists."""
+    """Compartment summaries by FTS (title, content), plus compartment vectors when a query vector exists."""
     if cutoff < 0:
         return []
     lists = _fts_lists(q, lambda e, n: idx.match_compartments(conn, session_pk, e, cutoff, n), 3 * limit)

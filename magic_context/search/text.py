@@ -102,13 +102,9 @@ def message_full_text(msg: m.Message) -> str:
     return "\n".join(lines)
 
 
-def terms(query: str) -> list[str]:
-    return query.split()
-
-
 def sanitize(query: str) -> str:
     """FTS5 expression matching every whitespace token literally: each quoted (inner `"` doubled), ANDed."""
-    return " ".join('"' + t.replace('"', '""') + '"' for t in terms(query)[:MAX_QUERY_TERMS])
+    return " ".join('"' + t.replace('"', '""') + '"' for t in query.split()[:MAX_QUERY_TERMS])
 
 
 def content_words(query: str) -> list[str]:
@@ -174,12 +170,6 @@ def age(at_ms: int | None, now_ms: int) -> str:
 def phrase(value: str) -> str:
     """One literal FTS5 phrase for a probe (its words, quoted)."""
     return '"' + value.replace('"', '""') + '"'
-
-
-def as_dict(obj: Any) -> Any:  # small helper for JSON output of dataclasses with slots
-    from dataclasses import asdict
-
-    return asdict(obj)
 
 
 __all__ = [
