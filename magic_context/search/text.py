@@ -8,7 +8,7 @@ path, a command or an error message folded away is one search away.
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Final
 
 from magic_context.history.chunk import clean_text, tool_use
 from magic_context.wire import model as m
