@@ -80,19 +80,19 @@ def parse_sources(sources: list[str] | None) -> list[str]:
 def visible_memory_ids(conn: sqlite3.Connection, session_pk: int) -> set[int]:
     """Memory ids the session's head shows (they are already in context, so search hides them).
 
-    Seam: uses `magic_context.memory.visible_ids(conn, session_pk)` when the memory package provides it,
-    else the JSON list in `session_state` key `memory_block_ids`, else nothing.
+    Seam until the memory work lands: `magic_context.store.memories.visible_ids(conn, session_pk)` when it
+    exists, else the JSON list in `session_state` key `visible_memory_ids` (or `memory_block_ids`), else none.
     """
     try:
-        from magic_context import memory as memory_pkg  # type: ignore[attr-defined]
+        from magic_context.store import memories as memory_store  # type: ignore[attr-defined]
 
-        visible = getattr(memory_pkg, "visible_ids", None)
+        visible = getattr(memory_store, "visible_ids", None)
         if visible is not None:
             return {int(i) for i in visible(conn, session_pk)}
     except ImportError:
         pass
-    row = conn.execute("SELECT value FROM session_state WHERE session_pk = ? AND key = 'memory_block_ids'",
-                       (session_pk,)).fetchone()
+    row = conn.execute("SELECT value FROM session_state WHERE session_pk = ? AND key IN ('visible_memory_ids', "
+                       "'memory_block_ids') ORDER BY key DESC LIMIT 1", (session_pk,)).fetchone()
     if row is None or row[0] is None:
         return set()
     try:

@@ -336,8 +336,13 @@ def notes(conn: sqlite3.Connection, session_pk: int | None, project_id: str | No
     scored.sort(key=lambda x: (-x[0], -x[1]["created_at"], x[1]["id"]))
     scored = scored[: max(3 * limit, 10)]
     return [Hit("note", int(row["id"]), s, "fts", row["content"], session_pk=row["session_pk"], status=row["status"],
-                at_ms=row["created_at"], extra={"type": row["type"]})
+                at_ms=row["created_at"], extra={"type": row["type"], "anchor_ordinal": _anchor(row)})
             for (_raw, row), s in zip(scored, decay(len(scored)), strict=True)]
+
+
+def _anchor(row: Any) -> int | None:
+    """A note's `@msg` ordinal (column `anchor_ordinal`, added by the memory work's migration), if any."""
+    return row["anchor_ordinal"] if "anchor_ordinal" in row.keys() else None  # noqa: SIM118 - Row `in` tests values
 
 
 __all__ = ["Hit", "Query", "commits", "compartments", "decay", "memories", "messages", "notes"]

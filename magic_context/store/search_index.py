@@ -164,14 +164,20 @@ def memories(conn: sqlite3.Connection, project_id: str, now_ms: int, ids: Sequen
 
 
 def bump_retrievals(conn: sqlite3.Connection, ids: Sequence[int], now_ms: int) -> None:
-    """Count a search's returned memories (`retrieval_count`, `last_seen_at` stands in for last_retrieved_at)."""
-    for memory_id in ids:
-        conn.execute("UPDATE memories SET retrieval_count = retrieval_count + 1 WHERE id = ?", (memory_id,))
+    """Count a search's returned memories: `store.memories.record_retrieval` (retrieval_count and
+    last_retrieved_at) when the memory work provides it, else retrieval_count alone."""
+    try:
+        from magic_context.store.memories import record_retrieval  # type: ignore[import-not-found]
+    except ImportError:
+        for memory_id in ids:
+            conn.execute("UPDATE memories SET retrieval_count = retrieval_count + 1 WHERE id = ?", (memory_id,))
+        return
+    record_retrieval(conn, ids, now_ms)
 
 
 def notes(conn: sqlite3.Connection, session_pk: int | None, project_id: str | None) -> list[sqlite3.Row]:
     """Session notes of this session and project (smart) notes of the project, newest first."""
-    return _rows(conn, "SELECT id, type, status, content, session_pk, created_at, updated_at FROM notes "
+    return _rows(conn, "SELECT * FROM notes "
                        "WHERE (session_pk = ? AND type = 'session') OR (project_id = ? AND type != 'session') "
                        "ORDER BY created_at DESC, id", (session_pk, project_id))
 
