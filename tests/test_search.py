@@ -241,3 +241,14 @@ def test_a_historian_publish_indexes_the_folded_messages(conn) -> None:
     assert indexed == list(range(end + 1))  # folded history only, indexed by the publish itself
     # inline (this test's historian mode) indexes but does not embed: replayed pass times stay as they were
     assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 0
+
+
+def test_note_block_and_anchor_hint() -> None:
+    note = lanes.Hit("note", 4, 1.0, "fts", "check  the zebra", session_pk=7, status="active", at_ms=NOW - 86_400_000,
+                     extra={"anchor_ordinal": 12})
+    other = lanes.Hit("note", 5, 0.5, "fts", "project note", session_pk=None, status="pending", at_ms=NOW,
+                      extra={"anchor_ordinal": None})
+    assert fmt.block(1, note, NOW, 7) == "[1] [note] score=1.00 id=#4 status=active 1d ago @msg 12\ncheck the zebra"
+    assert fmt.block(2, other, NOW, 7) == "[2] [note] score=0.50 id=#5 status=pending today\nproject note"
+    text = fmt.render(engine.SearchResult("zebra", [note, other]), NOW, 7)
+    assert text.endswith(fmt.NOTE_HINT) and fmt.EXPAND_HINT not in text
