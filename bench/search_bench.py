@@ -79,7 +79,8 @@ def evaluate(db_path: Path, spec: dict[str, Any], provider: str) -> dict[str, An
                     rank = i
                     break
             rows.append({"q": item["q"], "kind": item["kind"], "rank": rank, "ms": ms,
-                         "top": [(h.source, h.ordinal_start, h.ordinal_end, h.match) for h in result.hits[:3]]})
+                         "top": [(h.source, h.ordinal_start, h.ordinal_end, h.match) for h in result.hits[:3]],
+                         "roles": [h.role or h.source for h in result.hits[:5]]})
         return {"rows": rows, "warnings": result.warnings if spec["questions"] else []}
     finally:
         conn.close()
