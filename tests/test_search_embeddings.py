@@ -135,3 +135,14 @@ def test_memories_without_vectors_are_embedded_by_a_search(conn, server) -> None
                            sources=["memory"])
     assert [(h.id, h.match) for h in result.hits] == [(mid, "hybrid")]
     assert conn.execute("SELECT count(*) FROM embeddings WHERE kind = 'memory' AND ref = ?", (str(mid),)).fetchone()[0]
+
+
+def test_turning_embeddings_off_clears_the_warning(conn) -> None:
+    pk = session_with_history(conn)
+    indexer.after_publish(conn, pk, remote("http://127.0.0.1:9/v1"), embed_now=True)
+    assert indexer.describe(conn, pk)["last_embedding_failure"] is not None
+    off = MCConfig.model_validate({"embedding": {"provider": "off"}})
+    assert indexer.after_publish(conn, pk, off, embed_now=True) == {"indexed": 0, "embedded": 0}
+    assert indexer.describe(conn, pk)["last_embedding_failure"] is None
+    result = engine.search(conn, "walrus", session_pks=[pk], project_id="dir:syn", config=off, now_ms=NOW)
+    assert result.hits and result.warnings == [] and all(h.match == "fts" for h in result.hits)

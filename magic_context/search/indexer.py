@@ -226,7 +226,7 @@ def after_publish(conn: sqlite3.Connection, session_pk: int, config: Any, *, emb
         embedder = embed.from_config(config)
         if embedder is not None:
             report["embedded"] = embed_session(conn, session_pk, embedder)
-            embed.clear_failure(conn)
+        embed.clear_failure(conn)  # embedded fine, or embeddings are off: no warning to keep showing
     except (sqlite3.Error, MCError, ImportError, OSError, ValueError) as exc:
         embed.record_failure(conn, exc, "publish")
         report["embedding_error"] = str(exc)
