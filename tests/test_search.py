@@ -252,3 +252,24 @@ def test_note_block_and_anchor_hint() -> None:
     assert fmt.block(2, other, NOW, 7) == "[2] [note] score=0.50 id=#5 status=pending today\nproject note"
     text = fmt.render(engine.SearchResult("zebra", [note, other]), NOW, 7)
     assert text.endswith(fmt.NOTE_HINT) and fmt.EXPAND_HINT not in text
+
+
+def test_a_busy_database_still_searches_what_is_indexed(conn) -> None:
+    import sqlite3
+
+    from magic_context import paths
+
+    pk = session_with_history(conn, fold_through=9)
+    run(conn, "walrus", pk)  # indexed through 9
+    fold(conn, pk, 10, 12, "penguin talk")
+    blocker = sqlite3.connect(paths.db_file(), isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        hurried = open_db(busy_timeout_ms=50)
+        result = engine.search(hurried, "walrus", session_pks=[pk], project_id="dir:syn", now_ms=NOW,
+                               count_retrievals=False)
+        assert result.hits and "database busy" in result.warnings[0]
+        hurried.close()
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()

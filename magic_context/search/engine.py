@@ -157,10 +157,14 @@ def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], proj
             result.hits = shortcut[:limit]
             return result
     if "message" in chosen:
+        from magic_context.errors import StorageBusy
         from magic_context.search import indexer
 
         for pk in session_pks:
-            indexer.index_session(conn, pk, now_ms=now)
+            try:
+                indexer.index_session(conn, pk, now_ms=now)
+            except StorageBusy as exc:  # a historian run holds the write lock: search what is indexed
+                result.warnings.append(f"index not brought up to date (database busy): {exc.one_line()}")
     if "git_commit" in chosen and refresh_git and project_id and project_dir and config is not None \
             and config.memory.git_commit_indexing.enabled:
         from magic_context.search import git

@@ -41,7 +41,17 @@ def _marker(conn: sqlite3.Connection, session_pk: int, through: int) -> str:
 
 
 def index_session(conn: sqlite3.Connection, session_pk: int, *, now_ms: int | None = None) -> int:
-    """Bring the session's message index up to its cutoff; returns the number of rows written or removed."""
+    """Bring the session's message index up to its cutoff; returns the number of rows written or removed.
+    Storage errors are typed (`StorageBusy` when another process holds the write lock)."""
+    from magic_context.store.db import classify
+
+    try:
+        return _index_session(conn, session_pk, now_ms)
+    except sqlite3.Error as exc:
+        raise classify(exc) from exc
+
+
+def _index_session(conn: sqlite3.Connection, session_pk: int, now_ms: int | None) -> int:
     from magic_context.history.publish import transaction
     from magic_context.history.runner import _decode
     from magic_context.store import raw
