@@ -123,10 +123,10 @@ def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: lis
         if project_id:
             embed_memories(conn, project_id, embedder)
         return vector[0], embedder.message_view(vector)[0], embedder.model_id
+    except embed.EmbeddingNotInstalled:
+        return None, None, None  # the optional extra is absent: FTS only, quietly (`mc doctor` says so)
     except (MCError, ImportError, OSError, ValueError) as exc:
         embed.record_failure(conn, exc, "search")
-        if isinstance(exc, embed.EmbeddingNotInstalled):
-            return None, None, None  # the optional extra is absent: FTS only, `mc status` says why
         warnings.append(f"embedding unavailable, FTS only: {exc.one_line() if isinstance(exc, MCError) else exc}")
         return None, None, None
 

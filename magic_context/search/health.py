@@ -37,6 +37,9 @@ def probe(config: Any) -> tuple[str, str]:
         if embedder is None:
             return "ok", "off"
         vector = embedder.embed(["mc doctor checks the embedding provider"])
+    except embed.EmbeddingNotInstalled:  # an optional extra left out on purpose is not a fault
+        return "ok", ("local embeddings not installed: search uses FTS only "
+                      "(pip install 'magic-context[embeddings]' to add them)")
     except (MCError, ImportError, OSError, ValueError) as exc:
         text = exc.one_line() if isinstance(exc, MCError) else str(exc)
         return "warn", f"{provider}: {text}; search falls back to FTS only"

@@ -237,6 +237,9 @@ def after_publish(conn: sqlite3.Connection, session_pk: int, config: Any, *, emb
         if embedder is not None:
             report["embedded"] = embed_session(conn, session_pk, embedder)
         embed.clear_failure(conn)  # embedded fine, or embeddings are off: no warning to keep showing
+    except embed.EmbeddingNotInstalled:
+        embed.clear_failure(conn)  # the optional extra is absent: FTS only, not a fault
+        report["embedding_error"] = "not installed"
     except (sqlite3.Error, MCError, ImportError, OSError, ValueError) as exc:
         embed.record_failure(conn, exc, "publish")
         report["embedding_error"] = str(exc)
