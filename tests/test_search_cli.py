@@ -145,3 +145,14 @@ def test_transform_pass_imports_no_search_module() -> None:
     assert "magic_context.transform.hook" in imported
     assert not {m for m in imported if m.startswith(("magic_context.search", "numpy", "wordllama",
                                                      "magic_context.tools.expand", "magic_context.store.search"))}
+
+
+def test_status_shows_the_search_index(mc, stored) -> None:
+    assert mc("search", "walrus", "--session", stored).returncode == 0  # brings the index up to date
+    result = mc("status", "--session", stored, "--json")
+    assert result.returncode == 0, result.stderr.decode()
+    search = json.loads(result.stdout)["data"]["search"]
+    assert search["indexed_messages"] == 10 and search["searchable_through"] == 9
+    assert search["last_embedding_failure"] is None
+    human = mc("status", "--session", stored).stdout.decode()
+    assert "search   10 messages indexed (through ordinal 9)" in human
