@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from commands import _output
@@ -30,7 +32,7 @@ def migrate(
             result = migrations.status(conn) if dry_run else migrations.apply(conn)
         finally:
             conn.close()
-    data = {
+    data: dict[str, Any] = {
         "database": str(paths.db_path()),
         "dry_run": dry_run,
         "applied": [] if dry_run else result.pending,

@@ -26,18 +26,17 @@ def reduce(
 
     from magic_context.config.hot import load_hot
     from magic_context.store import db
-    from magic_context.tools.reduce import find_session, queue_drops
+    from magic_context.store.sessions import find_session
+    from magic_context.tools.reduce import queue_drops
 
     hot = load_hot(Path(project) if project else Path.cwd())
     conn = db.open_db()
     try:
         pk = find_session(conn, session, harness)
-        conn.execute("BEGIN IMMEDIATE")
-        result = queue_drops(conn, pk, drop, protected_tags=int(hot["protected_tags"]), now_ms=int(time.time() * 1000))
-        conn.execute("COMMIT")
+        with db.atomic(conn):
+            result = queue_drops(conn, pk, drop, protected_tags=int(hot["protected_tags"]),
+                                 now_ms=int(time.time() * 1000))
     finally:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
         conn.close()
     if as_json:
         _output.print_json("reduce", {"queued": result.queued, "already_pending": result.already_pending,

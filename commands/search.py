@@ -55,8 +55,9 @@ def search(
         result = engine.search(conn, query, session_pks=where.session_pks, project_id=where.project_id,
                                sources=sources, limit=limit, since_ms=since, until_ms=until, config=config,
                                now_ms=now, project_dir=where.project_dir)
-        session_ids = {pk: sid for pk, sid in conn.execute("SELECT id, session_id FROM sessions").fetchall()
-                       if pk in where.session_pks}
+        from magic_context.store.search_index import session_ids as lookup_ids
+
+        session_ids = lookup_ids(conn, where.session_pks)
     finally:
         conn.close()
     for warning in result.warnings:

@@ -36,7 +36,7 @@ def wrapup(
         engine.run_background(session, harness)
         return
     from magic_context.store import db
-    from magic_context.tools.reduce import find_session
+    from magic_context.store.sessions import find_session
 
     conn = db.open_db()
     try:

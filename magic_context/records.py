@@ -5,7 +5,7 @@ a hook process that defines two dozen records pays ~20 ms before doing any work.
 only `__init__` (the one method on the hot path: compiling costs ~0.05 ms per line of source);
 `__repr__`, `__eq__` and `__hash__` (when frozen) are shared generic methods over the field names.
 
-Fields are the class annotations in order; a class attribute is the default, `Factory(fn)` a default
+Fields are the class annotations in order; a class attribute is the default, `Factory(factory=fn)` a default
 factory. `frozen=True` only adds `__hash__` (assignment is not blocked: records are internal).
 
 The compiled initializers are cached like bytecode: `save_code_cache()`, called by the transform
@@ -25,7 +25,13 @@ from types import CodeType
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeVar, dataclass_transform
+
+    _T = TypeVar("_T")
+else:
+    def dataclass_transform(**_params: object) -> Callable[[Callable[..., object]], Callable[..., object]]:
+        """Runtime stand-in for `typing.dataclass_transform` (PEP 681): only type checkers read it."""
+        return lambda fn: fn
 
 
 _MISSING = object()
@@ -101,22 +107,36 @@ def save_code_cache() -> None:
             pass
 
 
-class Factory:
-    """Default factory marker: `items: list[int] = Factory(list)`."""
+class _Factory:
+    """Default factory marker (what `Factory(factory=fn)` builds at run time)."""
 
     __slots__ = ("fn",)
 
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        self.fn = fn
+    def __init__(self, *, factory: Callable[[], Any]) -> None:
+        self.fn = factory
+
+
+if TYPE_CHECKING:
+    def Factory(*, factory: Callable[[], _T]) -> _T:  # named like the class it stands for
+        """A field's default factory: `items: list[int] = Factory(factory=list)` (a PEP 681 field specifier)."""
+        ...
+else:
+    Factory = _Factory
 
 
 def _fields(cls: type) -> list[str]:
     names: list[str] = []
     for klass in reversed(cls.__mro__):
-        for name in vars(klass).get("__annotations__", {}):
-            if name not in names and not name.startswith("__"):
+        for name, annotation in vars(klass).get("__annotations__", {}).items():
+            if name not in names and not name.startswith("__") and not _is_classvar(annotation):
                 names.append(name)
     return names
+
+
+def _is_classvar(annotation: object) -> bool:
+    """`ClassVar[...]` annotations (strings under `from __future__ import annotations`) are not fields."""
+    text = annotation if isinstance(annotation, str) else repr(annotation)
+    return text.startswith(("ClassVar", "typing.ClassVar"))
 
 
 def _repr(self: Any) -> str:
@@ -138,8 +158,9 @@ def _hash(self: Any) -> int:
     return hash(_values(self))
 
 
+@dataclass_transform(field_specifiers=(Factory,))
 def record(cls: type | None = None, *, frozen: bool = False, slots: bool = True) -> Any:
-    """Class decorator; see the module docstring."""
+    """Class decorator; see the module docstring. Type checkers see it as a dataclass (PEP 681)."""
 
     def wrap(klass: type) -> type:
         names = _fields(klass)
@@ -147,7 +168,7 @@ def record(cls: type | None = None, *, frozen: bool = False, slots: bool = True)
         params, body = [], []
         for name in names:
             default = klass.__dict__.get(name, _MISSING)
-            if isinstance(default, Factory):
+            if isinstance(default, _Factory):
                 namespace[f"_f_{name}"] = default.fn
                 params.append(f"{name}=_MISSING")
                 body.append(f" self.{name}=_f_{name}() if {name} is _MISSING else {name}")
@@ -176,4 +197,21 @@ def record(cls: type | None = None, *, frozen: bool = False, slots: bool = True)
     return wrap if cls is None else wrap(cls)
 
 
-__all__ = ["Factory", "record", "save_code_cache"]
+def _names(obj: object) -> tuple[str, ...]:
+    names: tuple[str, ...] = getattr(type(obj), "__record_fields__")  # noqa: B009 - set by @record at run time
+    return names
+
+
+def replace(obj: _T, **changes: Any) -> _T:
+    """A copy of the record `obj` with some fields changed (like `dataclasses.replace`)."""
+    values = {name: getattr(obj, name) for name in _names(obj)}
+    values.update(changes)
+    return type(obj)(**values)
+
+
+def as_dict(obj: object) -> dict[str, Any]:
+    """The record's fields by name, in order (shallow: nested records stay records)."""
+    return {name: getattr(obj, name) for name in _names(obj)}
+
+
+__all__ = ["Factory", "as_dict", "record", "replace", "save_code_cache"]

@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from typing import Any
 
 from magic_context import paths
 from magic_context.errors import NotFound
-from magic_context.store import responses
-from magic_context.tools.reduce import find_session
+from magic_context.store import compartments as compartment_store
+from magic_context.store import passes, responses, sessions
+from magic_context.store import pending as pending_ops
+from magic_context.store import raw as raw_store
+from magic_context.store import state as state_store
+from magic_context.store import tags as tag_rows
+from magic_context.store.sessions import find_session, latest_session
 
 RECENT_PASSES = 10
-
-
-def latest_session(conn: sqlite3.Connection, project_id: str | None = None) -> int | None:
-    if project_id:
-        row = conn.execute("SELECT id FROM sessions WHERE project_id = ? ORDER BY updated_at DESC, id DESC LIMIT 1",
-                           (project_id,)).fetchone()
-    else:
-        row = conn.execute("SELECT id FROM sessions ORDER BY updated_at DESC, id DESC LIMIT 1").fetchone()
-    return int(row[0]) if row else None
 
 
 def cache_split(reports: list[dict[str, Any]]) -> dict[str, float]:
@@ -45,29 +40,19 @@ def cache_split(reports: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
-    row = conn.execute("SELECT harness, session_id, project_id, project_dir, agent, model_key, context_limit, "
-                       "tag_counter, created_at, updated_at FROM sessions WHERE id = ?", (session_pk,)).fetchone()
-    if row is None:
+    info = sessions.session_info(conn, session_pk)
+    if info is None:
         raise NotFound(f"session #{session_pk} not found")
-    harness, session_id, project_id, project_dir, agent, model_key, limit, counter, created, updated = tuple(row)
-    tag_counts = dict(conn.execute("SELECT status, count(*) FROM tags WHERE session_pk = ? GROUP BY status",
-                                   (session_pk,)).fetchall())
-    pending = [r[0] for r in conn.execute(
-        "SELECT tag_number FROM pending_ops WHERE session_pk = ? ORDER BY tag_number", (session_pk,))]
-    rows = conn.execute("SELECT sequence, start_ordinal, end_ordinal, title, importance FROM compartments "
-                        "WHERE session_pk = ? ORDER BY sequence", (session_pk,))
-    compartments = [dict(zip(("sequence", "start", "end", "title", "importance"), r, strict=True)) for r in rows]
+    project_id, limit, counter = info["project_id"], info["context_limit"], info["tag_counter"]
+    tag_counts = tag_rows.status_counts(conn, session_pk)
+    pending = pending_ops.queued_numbers(conn, session_pk)
+    compartments = compartment_store.outline(conn, session_pk)
     memories = conn.execute("SELECT count(*) FROM memories WHERE project_id = ? AND status IN ('active','permanent')",
                             (project_id,)).fetchone()[0]
-    raw_count = conn.execute("SELECT count(*) FROM raw_messages WHERE session_pk = ? AND superseded_at IS NULL",
-                             (session_pk,)).fetchone()[0]
-    reports = [json.loads(r[0]) for r in conn.execute(
-        "SELECT report_json FROM pass_reports WHERE session_pk = ? ORDER BY id DESC LIMIT 200", (session_pk,))]
-    reports.reverse()
+    raw_count = raw_store.count(conn, session_pk)
+    reports = passes.recent_reports(conn, session_pk)
     last = reports[-1] if reports else {}
-    state = {k: v for k, v in conn.execute(
-        "SELECT key, value FROM session_state WHERE session_pk = ? AND key IN ('historian', 'historian_failure')",
-        (session_pk,))}
+    state = state_store.load_state(conn, session_pk, ("historian", "historian_failure"))
     used = int(last.get("tokens_after", 0))
     window = int(last.get("context_limit") or limit or 0)
     if compartments:
@@ -78,9 +63,9 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
         for compartment, tier in zip(compartments, tiers, strict=True):
             compartment["tier"] = tier
     return {
-        "session": {"harness": harness, "session_id": session_id, "project_id": project_id,
-                    "project_dir": project_dir, "agent": agent, "model": model_key,
-                    "created_at": created, "updated_at": updated},
+        "session": {"harness": info["harness"], "session_id": info["session_id"], "project_id": project_id,
+                    "project_dir": info["project_dir"], "agent": info["agent"], "model": info["model_key"],
+                    "created_at": info["created_at"], "updated_at": info["updated_at"]},
         "context": {"used_tokens": used, "limit_tokens": window,
                     "percent": round(100 * used / window, 1) if window else None,
                     "usage_tokens": last.get("usage_tokens"), "usage_source": last.get("usage_source"),
@@ -90,9 +75,8 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
         "raw_messages": raw_count,
         "compartments": compartments,
         "memories": memories,
-        "historian": {"state": json.loads(state["historian"]) if state.get("historian") else "idle",
-                      "last_failure": json.loads(state["historian_failure"]) if state.get("historian_failure")
-                      else None},
+        "historian": {"state": state.get("historian", "idle"),
+                      "last_failure": state.get("historian_failure")},
         "search": _search(conn, session_pk),
         "passes": reports[-RECENT_PASSES:],
         "cache": cache_split(reports),

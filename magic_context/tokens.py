@@ -159,7 +159,6 @@ CL100K_SPECIAL_TOKENS: Final = {
 _BUNDLED_NAME: Final = "cl100k_base.tiktoken"
 _CACHE_MAGIC: Final = b"mc-cl100k-ranks\x01"
 _KEY_PERSON: Final = b"mc-cl100k"
-_SQL_BATCH: Final = 500
 
 _loaded: dict[str, Any] = {}  # "encoding" -> the tiktoken.Encoding, once built
 
@@ -308,12 +307,10 @@ def count_exact_cached_many(conn: sqlite3.Connection, texts: list[str]) -> list[
     keys = [content_key(t) if t else "" for t in texts]
     known: dict[str, int] = {"": 0}
     wanted = list({k for k in keys if k})
+    from magic_context.store import token_counts
+
     try:
-        for i in range(0, len(wanted), _SQL_BATCH):
-            batch = wanted[i:i + _SQL_BATCH]
-            marks = ",".join("?" * len(batch))
-            rows = conn.execute(f"SELECT content_hash, tokens FROM token_counts WHERE content_hash IN ({marks})", batch)
-            known.update((row[0], int(row[1])) for row in rows)
+        known.update(token_counts.lookup(conn, wanted))
     except sqlite3.Error as exc:
         from magic_context.store.db import classify
 
@@ -329,20 +326,13 @@ def count_exact_cached_many(conn: sqlite3.Connection, texts: list[str]) -> list[
 
 
 def _store_counts(conn: sqlite3.Connection, counts: dict[str, int]) -> None:
-    sql = "INSERT OR IGNORE INTO token_counts (content_hash, tokens) VALUES (?, ?)"
-    own = not conn.in_transaction
-    try:
-        if own:
-            conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(sql, counts.items())
-        if own:
-            conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        if own and conn.in_transaction:
-            conn.execute("ROLLBACK")
-        from magic_context.errors import StorageBusy
-        from magic_context.store.db import classify
+    from magic_context.errors import StorageBusy
+    from magic_context.store import token_counts
+    from magic_context.store.db import classify
 
+    try:
+        token_counts.store(conn, counts)
+    except sqlite3.Error as exc:
         error = classify(exc)
         if not isinstance(error, StorageBusy):
             raise error from exc

@@ -11,13 +11,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from conftest import REPO
 
 from magic_context.proxy import lifecycle
 from magic_context.proxy.settings import ProxySettings
+from magic_context.records import replace
 
 SYSTEM = "You are a careful coding agent."
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 from magic_context.records import Factory, record
 
@@ -16,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 class Point:
     x: int
     y: int = 0
-    tags: list = Factory(list)
+    tags: list = Factory(factory=list)
 
 
 def test_record_fields_defaults_factories_and_methods() -> None:
@@ -58,3 +60,28 @@ def test_no_cache_file_under_pytest_without_a_storage_override(tmp_path: Path, m
     assert records._cache_file() is None
     monkeypatch.setenv("MAGIC_CONTEXT_STORAGE_DIR", str(tmp_path))
     assert records._cache_file().startswith(str(tmp_path))
+
+
+@record(frozen=True)
+class _Limits:
+    kind: ClassVar[str] = "limits"  # a class constant, not a field
+    soft: int
+    hard: int = 10
+
+
+def test_classvar_is_not_a_field_and_replace_and_as_dict_copy() -> None:
+    from magic_context.records import as_dict, replace
+
+    a = _Limits(1)
+    assert _Limits.__record_fields__ == ("soft", "hard") and a.kind == "limits"
+    b = replace(a, hard=20)
+    assert b == _Limits(1, 20) and a == _Limits(1, 10)  # a copy: the original is untouched
+    assert as_dict(b) == {"soft": 1, "hard": 20}
+
+
+def test_one_record_style_throughout() -> None:
+    """`@record` everywhere (PEP 681 makes it a dataclass to the type checker): no `dataclasses` in mc's code."""
+    offenders = [str(p.relative_to(REPO)) for folder in ("magic_context", "commands", "wizard")
+                 for p in sorted((REPO / folder).rglob("*.py"))
+                 if re.search(r"^\s*(?:from dataclasses import|import dataclasses)", p.read_text(), re.M)]
+    assert offenders == []

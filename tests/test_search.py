@@ -265,7 +265,8 @@ def test_a_busy_database_still_searches_what_is_indexed(conn) -> None:
     blocker = sqlite3.connect(paths.db_file(), isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
     try:
-        hurried = open_db(busy_timeout_ms=50)
+        hurried = open_db()
+        hurried.execute("PRAGMA busy_timeout=50")
         result = engine.search(hurried, "walrus", session_pks=[pk], project_id="dir:syn", now_ms=NOW,
                                count_retrievals=False)
         assert result.hits and "database busy" in result.warnings[0]

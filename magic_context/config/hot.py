@@ -95,7 +95,7 @@ class HotConfig:
     """Effective values of the hot keys plus the warnings met while reading them."""
 
     values: dict[str, Any]
-    warnings: list[ConfigWarning] = Factory(list)
+    warnings: list[ConfigWarning] = Factory(factory=list)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]

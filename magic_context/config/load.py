@@ -7,7 +7,6 @@ tier passes the trust boundary (`config.trust`) first.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,20 +16,21 @@ from magic_context import paths
 from magic_context.config.files import ConfigWarning, deep_merge, project_config_path, read_toml
 from magic_context.config.model import MCConfig
 from magic_context.config.trust import enforce_raise_only, strip_untrusted
+from magic_context.records import Factory, record
 
 _MAX_FIX_ROUNDS = 50
 
 
-@dataclass
+@record
 class LoadedConfig:
     """The effective config, the warnings met on the way, and the files that were read."""
 
     config: MCConfig
-    warnings: list[ConfigWarning] = field(default_factory=list)
+    warnings: list[ConfigWarning] = Factory(factory=list)
     user_file: Path | None = None
     project_file: Path | None = None
-    user_data: dict[str, Any] = field(default_factory=dict)
-    project_data: dict[str, Any] = field(default_factory=dict)
+    user_data: dict[str, Any] = Factory(factory=dict)
+    project_data: dict[str, Any] = Factory(factory=dict)
 
 
 def _leaf_path(data: dict[str, Any], loc: tuple[Any, ...]) -> tuple[str, ...]:

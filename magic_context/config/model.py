@@ -90,7 +90,7 @@ class CommandProvider(_Section):
 
 class Historian(_Section):
     provider: ProviderName = "extractive"
-    fallback: list[ProviderName] = Field(default_factory=lambda: ["extractive"])
+    fallback: list[ProviderName] = Field(default_factory=lambda: list[ProviderName](["extractive"]))
     timeout_ms: int = Field(300_000, ge=1000)
     max_retries: int = Field(2, ge=0, le=10)
     temperature: float = Field(0.2, ge=0, le=2)

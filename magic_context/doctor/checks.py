@@ -57,9 +57,9 @@ def _database(ctx: DoctorContext) -> CheckResult:
     if not path.exists():
         return CheckResult(Status.WARN, f"{path} does not exist yet (--fix or `mc migrate` creates it)")
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        conn = store_db.connect_read_only(path)
         try:
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            store_db.table_count(conn)
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -73,7 +73,7 @@ def _read_only(fn):
     if not path.exists():
         return None
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        conn = store_db.connect_read_only(path)
     except sqlite3.Error:
         return None
     try:
@@ -85,7 +85,7 @@ def _read_only(fn):
 
 
 def _schema(ctx: DoctorContext) -> CheckResult:
-    version = _read_only(lambda c: c.execute("PRAGMA user_version").fetchone()[0])
+    version = _read_only(store_db.user_version)
     if version is None:
         return CheckResult(Status.WARN, "no database yet")
     if isinstance(version, Exception):
@@ -112,7 +112,7 @@ def _migrate(ctx: DoctorContext) -> str:
 
 
 def _integrity(ctx: DoctorContext) -> CheckResult:
-    rows = _read_only(lambda c: [r[0] for r in c.execute("PRAGMA integrity_check").fetchall()])
+    rows = _read_only(store_db.integrity_check)
     if rows is None:
         return CheckResult(Status.WARN, "no database yet")
     if isinstance(rows, Exception):
@@ -124,7 +124,7 @@ def _integrity(ctx: DoctorContext) -> CheckResult:
 
 
 def _wal(ctx: DoctorContext) -> CheckResult:
-    mode = _read_only(lambda c: c.execute("PRAGMA journal_mode").fetchone()[0])
+    mode = _read_only(store_db.journal_mode)
     if mode is None:
         return CheckResult(Status.WARN, "no database yet")
     if isinstance(mode, Exception):
@@ -165,10 +165,11 @@ def _tokenizer(ctx: DoctorContext) -> CheckResult:
 
 def _embeddings(ctx: DoctorContext) -> CheckResult:
     """The configured embedding provider embeds offline now (the network is blocked for `local`)."""
-    from magic_context.config.load import load_config
+    from magic_context.config.load import LoadedConfig, load_config
     from magic_context.search import health
 
-    loaded = ctx.notes.get("config") or load_config(ctx.project_dir)
+    noted = ctx.notes.get("config")
+    loaded = noted if isinstance(noted, LoadedConfig) else load_config(ctx.project_dir)
     local = loaded.config.embedding.provider == "local"
     if local and not ctx.notes.get("audit_hook_installed"):
         _tokenizer(ctx)  # installs the network-refusing audit hook

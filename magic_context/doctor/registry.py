@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+
+from magic_context.records import Factory, record
 
 
 class Status(StrEnum):
@@ -16,23 +17,23 @@ class Status(StrEnum):
     FAIL = "fail"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CheckResult:
     status: Status
     detail: str
     items: tuple[str, ...] = ()
 
 
-@dataclass
+@record
 class DoctorContext:
     """What checks may look at; tests substitute values to make a check fail on purpose."""
 
     project_dir: Path | None = None
     python_version: tuple[int, int] | None = None
-    notes: dict[str, object] = field(default_factory=dict)
+    notes: dict[str, object] = Factory(factory=dict)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Check:
     name: str
     summary: str
@@ -41,7 +42,7 @@ class Check:
     fix_summary: str | None = None
 
 
-@dataclass
+@record
 class Outcome:
     check: Check
     result: CheckResult

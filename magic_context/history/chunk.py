@@ -81,8 +81,8 @@ class Digest:
     prompt: bool = False
     text: str = ""
     note: str = ""  # a non-prompt user line: a `!command`, an injected message, the harness's own summary
-    tools: list[ToolUse] = Factory(list)
-    commits: list[str] = Factory(list)
+    tools: list[ToolUse] = Factory(factory=list)
+    commits: list[str] = Factory(factory=list)
     tokens: int = 0
     created_at: int | None = None
     rendered: int = 0  # tokens of this message's share of the chunk text (set by `build_chunk`)
@@ -99,7 +99,7 @@ class ChunkLine:
     end: int
     role: str  # "U" or "A"
     text: str
-    commits: list[str] = Factory(list)
+    commits: list[str] = Factory(factory=list)
 
 
 @record
@@ -293,10 +293,10 @@ def digest_messages(messages: Sequence[m.Message], sizes: Sequence[int] | None =
     for arc in find_arcs(list(messages)):
         if arc.call is None:
             continue
-        use = uses.get(arc.call)
+        called = uses.get(arc.call)
         for mi, bi in arc.results:
-            if use is not None:
-                _outcome(use, messages[mi].blocks[bi])
+            if called is not None:
+                _outcome(called, messages[mi].blocks[bi])
         result = max((messages[mi].ordinal for mi, _ in arc.results), default=None)
         spans.append((messages[arc.call[0]].ordinal, result))
     return digests, spans

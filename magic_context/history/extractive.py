@@ -36,13 +36,13 @@ import re
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from magic_context.history import boundary, wording
 from magic_context.history.chunk import Chunk, ChunkLine, Digest, clip, one_line
 from magic_context.history.episodes import episodes, group
 from magic_context.history.validate import validate_historian_output
 from magic_context.llm.base import Completion
+from magic_context.records import record
 from magic_context.wire import model as m
 
 NAME = "extractive"
@@ -72,7 +72,7 @@ _DESIGN_HINT = re.compile(r"(?i)(?:how (?:can|should|do) we|should we|do we need
                           r"what if|could we)")
 
 
-@dataclass(slots=True)
+@record
 class Draft:
     """One compartment before rendering."""
 
@@ -112,7 +112,7 @@ def _short_command(command: str) -> str:
     return one_line(command, 70)
 
 
-@dataclass(slots=True)
+@record
 class _Work:
     """What a stretch of digests did."""
 

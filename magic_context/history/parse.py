@@ -9,7 +9,12 @@ strictly, whether the result may be published. Stdlib only; never raises on malf
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+from magic_context.records import Factory, record
+
+TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
+if TYPE_CHECKING:
+    from typing import Any
 
 FACT_CATEGORIES = ("PROJECT_RULES", "ARCHITECTURE", "CONSTRAINTS", "CONFIG_VALUES", "NAMING")
 SECTIONS = ("output", "compartments", "facts", "events", "user_observations", "primer_candidates", "meta")
@@ -36,7 +41,7 @@ _ENTITY = re.compile(r"&(amp|apos|quot|lt|gt|#\d+|#[xX][0-9A-Fa-f]+);")
 _NAMED = {"amp": "&", "apos": "'", "quot": '"', "lt": "<", "gt": ">"}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ParsedCompartment:
     """One `<compartment>`; `p1..p4` are None for a flat (untiered) compartment."""
 
@@ -57,13 +62,13 @@ class ParsedCompartment:
         return bool(self.p1)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ParsedFact:
     category: str
     content: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ParsedEvent:
     """Any element inside `<events>` carrying `at_compartment` (a 1-based index into this output)."""
 
@@ -72,7 +77,7 @@ class ParsedEvent:
     fields: dict[str, str]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ParsedPrimer:
     """A primer question; `at_compartment` is the origin compartment's start ordinal (None: bullet form)."""
 
@@ -80,21 +85,21 @@ class ParsedPrimer:
     at_compartment: int | None = None
 
 
-@dataclass(slots=True)
+@record
 class ParsedOutput:
     """Everything read from one historian answer, plus what was dropped and whether it was cut off."""
 
-    compartments: list[ParsedCompartment] = field(default_factory=list)
-    facts: list[ParsedFact] = field(default_factory=list)
+    compartments: list[ParsedCompartment] = Factory(factory=list)
+    facts: list[ParsedFact] = Factory(factory=list)
     dropped_facts: int = 0
-    dropped_categories: list[str] = field(default_factory=list)
-    events: list[ParsedEvent] = field(default_factory=list)
-    user_observations: list[str] = field(default_factory=list)
-    primers: list[ParsedPrimer] = field(default_factory=list)
+    dropped_categories: list[str] = Factory(factory=list)
+    events: list[ParsedEvent] = Factory(factory=list)
+    user_observations: list[str] = Factory(factory=list)
+    primers: list[ParsedPrimer] = Factory(factory=list)
     messages_processed: tuple[int, int] | None = None
     unprocessed_from: int | None = None
     truncated: bool = False
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = Factory(factory=list)
 
 
 def unescape_xml(text: str) -> str:
@@ -148,7 +153,7 @@ def _compartment(attrs_text: str, inner: str, closed: bool, out: ParsedOutput) -
         out.warnings.append(f"skipped a compartment without a valid start, end and title: <compartment {attrs_text}>")
         return None
     episode = attrs.get("episode_type")
-    common = {
+    common: dict[str, Any] = {
         "start": start,
         "end": end,
         "title": title,

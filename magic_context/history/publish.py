@@ -13,16 +13,15 @@ since the chunk was read. Stdlib only.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from magic_context.errors import MCError
-from magic_context.store.db import classify
+from magic_context.records import record
+from magic_context.store import compartments as compartment_store
+from magic_context.store import state as state_store
+from magic_context.store.db import atomic, classify
 
 if TYPE_CHECKING:
     from magic_context.history.chunk import Chunk
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
 LAST_PUBLISH_KEY = "historian_last_publish"
 DEFAULT_IMPORTANCE = 50
 FACT_SOURCE = "historian"
-_SAVEPOINT = "mc_historian"
 _TRAILING = re.compile(r"[\s.!;:,]+$")
 
 
@@ -39,7 +37,7 @@ class StalePublish(MCError):
     """Raised when the session's compartments changed after the chunk was read (another run published)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class PublishResult:
     sequence_from: int
     sequence_to: int
@@ -62,38 +60,15 @@ def fact_hash(text: str) -> str:
     return hashlib.sha256(normalize_fact(text).encode("utf-8")).hexdigest()[:32]
 
 
-@contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[None]:
-    """`BEGIN IMMEDIATE … COMMIT`, or a savepoint inside the caller's open transaction (inline runs)."""
-    nested = conn.in_transaction
-    conn.execute(f"SAVEPOINT {_SAVEPOINT}" if nested else "BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if nested:
-            conn.execute(f"ROLLBACK TO {_SAVEPOINT}")
-            conn.execute(f"RELEASE {_SAVEPOINT}")
-        elif conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute(f"RELEASE {_SAVEPOINT}" if nested else "COMMIT")
+transaction = atomic  # the old name; new code uses `store.db.atomic`
 
 
 def last_compartment_end(conn: sqlite3.Connection, session_pk: int) -> int | None:
     """The highest published end ordinal of the session, or None before its first compartment."""
-    row = conn.execute("SELECT max(end_ordinal) FROM compartments WHERE session_pk = ?", (session_pk,)).fetchone()
-    return None if row is None or row[0] is None else int(row[0])
+    return compartment_store.last_end(conn, session_pk)
 
 
-def set_state(conn: sqlite3.Connection, session_pk: int, key: str, value: object, now_ms: int) -> None:
-    """Write one `session_state` JSON value (None deletes the key)."""
-    if value is None:
-        conn.execute("DELETE FROM session_state WHERE session_pk = ? AND key = ?", (session_pk, key))
-        return
-    conn.execute(
-        "INSERT INTO session_state (session_pk, key, value, updated_at) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT(session_pk, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        (session_pk, key, json.dumps(value, ensure_ascii=False, separators=(",", ":")), now_ms))
+set_state = state_store.set_state  # the old home of `store.state.set_state`
 
 
 def _promote(conn: sqlite3.Connection, project_id: str, session_id: str, facts: tuple, now_ms: int,
@@ -127,35 +102,29 @@ def publish(conn: sqlite3.Connection, session_pk: int, validated: ValidatedOutpu
     """Store `validated` (for `chunk`) in one transaction; raises `StalePublish` if the session moved on."""
     comps = validated.compartments
     try:
-        with transaction(conn):
+        with atomic(conn):
             last = last_compartment_end(conn, session_pk)
             if last is not None and last != chunk.start - 1:
                 raise StalePublish(f"session compartments end at {last}, but this run read from {chunk.start}",
                                    fix="nothing to do: another historian run published first")
-            row = conn.execute("SELECT coalesce(max(sequence), 0) FROM compartments WHERE session_pk = ?",
-                               (session_pk,)).fetchone()
-            sequence = int(row[0])
+            sequence = compartment_store.last_sequence(conn, session_pk)
             first_sequence = sequence + 1
             ids: list[int] = []
             for c in comps:
                 sequence += 1
                 start_time, end_time = chunk.times(c.start, c.end)
-                cur = conn.execute(
-                    "INSERT INTO compartments (session_pk, sequence, start_ordinal, end_ordinal, start_message_id, "
-                    "end_message_id, title, p1, p2, p3, p4, content, importance, episode_type, legacy, start_time, "
-                    "end_time, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
-                    (session_pk, sequence, c.start, c.end, chunk.message_id(c.start), chunk.message_id(c.end),
-                     c.title, c.p1 or "", c.p2 or "", c.p3 or "", c.p4 or "", c.content or c.p1 or "",
-                     c.importance if c.importance is not None else DEFAULT_IMPORTANCE, c.episode_type,
-                     start_time, end_time, now_ms))
-                ids.append(int(cur.lastrowid))
+                ids.append(compartment_store.insert(
+                    conn, session_pk, sequence=sequence, start=c.start, end=c.end,
+                    start_message_id=chunk.message_id(c.start), end_message_id=chunk.message_id(c.end),
+                    title=c.title, p1=c.p1 or "", p2=c.p2 or "", p3=c.p3 or "", p4=c.p4 or "",
+                    content=c.content or c.p1 or "",
+                    importance=c.importance if c.importance is not None else DEFAULT_IMPORTANCE,
+                    episode_type=c.episode_type, start_time=start_time, end_time=end_time, now_ms=now_ms))
             events = 0
             for event in validated.events:
                 index = event.at_compartment
                 compartment_id = ids[index - 1] if index is not None and 1 <= index <= len(ids) else None
-                conn.execute("INSERT INTO compartment_events (session_pk, compartment_id, kind, fields_json) "
-                             "VALUES (?, ?, ?, ?)",
-                             (session_pk, compartment_id, event.kind, json.dumps(event.fields, ensure_ascii=False)))
+                compartment_store.insert_event(conn, session_pk, compartment_id, event.kind, event.fields)
                 events += 1
             new = seen = 0
             if promote_facts and validated.promote_unanchored and project_id:

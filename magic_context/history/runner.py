@@ -25,15 +25,20 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from magic_context.errors import MCError
 from magic_context.history import boundary, chunk, publish, trigger
+from magic_context.records import Factory, record
+from magic_context.store import compartments as compartment_store
+from magic_context.store import leases, passes, sessions
 from magic_context.store import raw as raw_store
+from magic_context.store import state as state_store
+from magic_context.store.db import atomic
 
 if TYPE_CHECKING:
+    from magic_context.config.model import MCConfig
     from magic_context.history.extractive import ExtractiveProvider
     from magic_context.llm.chain import Attempt
 
@@ -48,7 +53,7 @@ DEFAULT_THRESHOLD = 65.0
 PUBLISHED, NOTHING, BUSY, FAILED, STALE = "published", "nothing", "busy", "failed", "stale"
 
 
-@dataclass
+@record
 class RunResult:
     """What one run did. `status`: published, nothing (no eligible history), busy (lease held elsewhere),
     failed (every provider failed; see `failure`), stale (another run published first)."""
@@ -63,7 +68,7 @@ class RunResult:
     compartments: int = 0
     facts: int = 0
     provider: str | None = None
-    attempts: list[Attempt] = field(default_factory=list)
+    attempts: list[Attempt] = Factory(factory=list)
     failure: dict[str, Any] | None = None
     search: dict[str, Any] | None = None  # what the search indexer did after the publish
 
@@ -74,7 +79,7 @@ class RunResult:
 
 
 def lease_name(session_pk: int) -> str:
-    return f"historian:{session_pk}"
+    return leases.historian_lease(session_pk)
 
 
 def inline_mode() -> bool:
@@ -84,25 +89,16 @@ def inline_mode() -> bool:
 
 def is_running(conn: sqlite3.Connection, session_pk: int, now_ms: int) -> bool:
     """Whether a live lease covers the session (a run is in progress, or was launched and not yet reaped)."""
-    row = conn.execute("SELECT expires_at FROM leases WHERE name = ?", (lease_name(session_pk),)).fetchone()
-    return row is not None and int(row[0]) > now_ms
+    return leases.is_live(conn, lease_name(session_pk), now_ms)
 
 
 def acquire_lease(conn: sqlite3.Connection, session_pk: int, holder: str, now_ms: int, ttl_ms: int) -> bool:
     """Take (or renew) the session's lease for `holder`; False while another holder's lease is live."""
-    with publish.transaction(conn):
-        row = conn.execute("SELECT holder, expires_at FROM leases WHERE name = ?", (lease_name(session_pk),)).fetchone()
-        if row is not None and row[0] != holder and int(row[1]) > now_ms:
-            return False
-        conn.execute("INSERT INTO leases (name, holder, acquired_at, expires_at) VALUES (?, ?, ?, ?) "
-                     "ON CONFLICT(name) DO UPDATE SET holder = excluded.holder, acquired_at = excluded.acquired_at, "
-                     "expires_at = excluded.expires_at", (lease_name(session_pk), holder, now_ms, now_ms + ttl_ms))
-    return True
+    return leases.acquire(conn, lease_name(session_pk), holder, now_ms, ttl_ms)
 
 
 def release_lease(conn: sqlite3.Connection, session_pk: int, holder: str) -> None:
-    with publish.transaction(conn):
-        conn.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (lease_name(session_pk), holder))
+    leases.release(conn, lease_name(session_pk), holder)
 
 
 def _now() -> int:
@@ -110,8 +106,8 @@ def _now() -> int:
 
 
 def _state(conn: sqlite3.Connection, session_pk: int, key: str, value: object, now_ms: int) -> None:
-    with publish.transaction(conn):
-        publish.set_state(conn, session_pk, key, value, now_ms)
+    with atomic(conn):
+        state_store.set_state(conn, session_pk, key, value, now_ms)
 
 
 def background_argv(session_id: str, harness: str) -> list[str]:
@@ -149,7 +145,7 @@ def launch_background(conn: sqlite3.Connection, session_pk: int, *, session_id: 
     return True
 
 
-@dataclass
+@record
 class _Session:
     harness: str
     session_id: str
@@ -162,11 +158,11 @@ class _Session:
 def _session(conn: sqlite3.Connection, session_pk: int) -> _Session:
     from magic_context.errors import NotFound
 
-    row = conn.execute("SELECT harness, session_id, project_id, project_dir, model_key, context_limit FROM sessions "
-                       "WHERE id = ?", (session_pk,)).fetchone()
-    if row is None:
+    info = sessions.session_info(conn, session_pk)
+    if info is None:
         raise NotFound(f"session #{session_pk} not found")
-    return _Session(*tuple(row))
+    return _Session(info["harness"], info["session_id"], info["project_id"], info["project_dir"], info["model_key"],
+                    info["context_limit"])
 
 
 def _decode(harness: str, stored: list[raw_store.StoredMessage]) -> list[Any]:
@@ -183,7 +179,7 @@ def _decode(harness: str, stored: list[raw_store.StoredMessage]) -> list[Any]:
     return messages
 
 
-def _threshold(config: Any, model_key: str | None) -> float:
+def _threshold(config: MCConfig, model_key: str | None) -> float:
     value = config.execute_threshold_percentage
     if isinstance(value, dict):
         value = value.get(model_key or "", value.get("default", DEFAULT_THRESHOLD))
@@ -192,20 +188,10 @@ def _threshold(config: Any, model_key: str | None) -> float:
 
 def _last_report(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
     """The newest stored pass report (usage, threshold as the pass computed them), or {}."""
-    row = conn.execute("SELECT report_json FROM pass_reports WHERE session_pk = ? ORDER BY id DESC LIMIT 1",
-                       (session_pk,)).fetchone()
-    if row is None:
-        return {}
-    import json
-
-    try:
-        report = json.loads(row[0])
-    except ValueError:
-        return {}
-    return report if isinstance(report, dict) else {}
+    return passes.last_report(conn, session_pk)
 
 
-@dataclass
+@record
 class _Plan:
     bound: boundary.Boundary
     chunk: chunk.Chunk | None
@@ -243,7 +229,7 @@ def _estimate(text: str) -> int:
     return tokens.estimate(text) if text else 0
 
 
-def make_chain(config: Any, provider: Any, the_chunk: chunk.Chunk) -> list[Any]:
+def make_chain(config: MCConfig, provider: Any, the_chunk: chunk.Chunk) -> list[Any]:
     """The provider chain for this run: `provider` (a name or a Provider) else the configured chain; the
     extractive historian for this chunk is always the last entry."""
     from magic_context.history import extractive
@@ -292,8 +278,8 @@ def _degraded(chain: Sequence[Any], winner: str, now_ms: int, failure: dict[str,
 
 
 def run_once(conn: sqlite3.Connection | None = None, session_pk: int | None = None, *, provider: Any = None,
-             keep: int | None = None, emergency: bool = False, now_ms: int | None = None, config: Any = None,
-             lease_holder: str | None = None, mode: str = "inline") -> RunResult:
+             keep: int | None = None, emergency: bool = False, now_ms: int | None = None,
+             config: MCConfig | None = None, lease_holder: str | None = None, mode: str = "inline") -> RunResult:
     """One historian run for `session_pk` (see the module docstring). Never raises for provider trouble;
     storage errors propagate. `keep` selects keep mode (wrapup); `lease_holder` adopts a lease written by
     `launch_background` or held by a wrapup loop (then it is left for that owner to release)."""
@@ -313,7 +299,7 @@ def run_once(conn: sqlite3.Connection | None = None, session_pk: int | None = No
 
 
 def _run(conn: sqlite3.Connection, session_pk: int, *, provider: Any, keep: int | None, emergency: bool,
-         now_ms: int | None, config: Any, lease_holder: str | None, mode: str) -> RunResult:
+         now_ms: int | None, config: MCConfig | None, lease_holder: str | None, mode: str) -> RunResult:
     now = now_ms if now_ms is not None else _now()
     session = _session(conn, session_pk)
     if config is None:
@@ -342,7 +328,7 @@ def _run(conn: sqlite3.Connection, session_pk: int, *, provider: Any, keep: int 
                 release_lease(conn, session_pk, holder)
 
 
-def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, config: Any, *, provider: Any,
+def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, config: MCConfig, *, provider: Any,
              keep: int | None, emergency: bool, now: int, holder: str) -> RunResult:
     from magic_context.history import prompt
     from magic_context.history.validate import validate_historian_output
@@ -362,9 +348,7 @@ def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, confi
         return RunResult(NOTHING, bound.reason, eligible_start=bound.start, eligible_end=bound.end)
     the_chunk = p.chunk
     final = not the_chunk.has_more
-    references = conn.execute("SELECT start_ordinal, end_ordinal, title, p2, p3, content FROM compartments "
-                              "WHERE session_pk = ? ORDER BY sequence DESC LIMIT ?",
-                              (session_pk, prompt.MAX_REFERENCES)).fetchall()[::-1]
+    references = compartment_store.references(conn, session_pk, prompt.MAX_REFERENCES)
     memories = conn.execute("SELECT category, content FROM memories WHERE project_id = ? AND status IN "
                             "('active', 'permanent') ORDER BY importance DESC, id LIMIT ?",
                             (session.project_id, prompt.MAX_MEMORIES)).fetchall() if session.project_id else []

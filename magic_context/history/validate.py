@@ -13,7 +13,6 @@ verbatim in the one repair prompt. Stdlib only.
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable
-from dataclasses import dataclass, replace
 from typing import Any
 
 from magic_context.errors import MCError
@@ -25,6 +24,7 @@ from magic_context.history.parse import (
     ParsedPrimer,
     parse_historian_output,
 )
+from magic_context.records import record, replace
 
 HISTORIAN_BOUNDARY_HEALING_SLACK = 2
 """Lookahead (messages after the last compartment) at or below which the last one is re-read."""
@@ -48,7 +48,7 @@ class HistorianValidationError(MCError):
         self.truncated = truncated
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ValidatedOutput:
     """What may be published. `compartments` are healed, contiguous and start at the chunk start.
 

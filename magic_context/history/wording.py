@@ -96,7 +96,7 @@ def gist(text: str, limit: int = 80) -> str:
 
 def tidy(text: str) -> str:
     """Assistant prose on one line: no headings, no lead-in lines ("Summary:", "Let me …:"), no cheering."""
-    kept = []
+    kept: list[str] = []
     fenced = False
     for raw_line in text.splitlines():
         if raw_line.lstrip().startswith("```"):

@@ -16,10 +16,15 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magic_context.history import boundary, publish, runner
+from magic_context.records import Factory, record
+from magic_context.store.db import atomic
+from magic_context.store.sessions import session_info
+
+if TYPE_CHECKING:
+    from magic_context.config.model import MCConfig
 
 COMPLETED = "completed"
 NOTHING_TO_COMPACT = "nothing_to_compact"
@@ -31,7 +36,7 @@ Progress = Callable[[int, int], None]
 """Called after each round with (messages folded so far, messages eligible when the wrapup started)."""
 
 
-@dataclass
+@record
 class WrapupResult:
     """What a wrapup did; `start..end` is the range folded by this wrapup (None when nothing was)."""
 
@@ -43,7 +48,7 @@ class WrapupResult:
     start: int | None = None
     end: int | None = None
     keep: int = boundary.DEFAULT_KEEP
-    providers: list[str] = field(default_factory=list)
+    providers: list[str] = Factory(factory=list)
     failure: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -53,7 +58,7 @@ class WrapupResult:
 
 
 def wrapup(conn: sqlite3.Connection, session_pk: int, *, keep: int = boundary.DEFAULT_KEEP, provider: Any = None,
-           progress: Progress | None = None, config: Any = None, now_ms: int | None = None,
+           progress: Progress | None = None, config: MCConfig | None = None, now_ms: int | None = None,
            max_rounds: int = MAX_ROUNDS) -> WrapupResult:
     """Fold everything but the newest `keep` messages (tool arcs intact) into compartments."""
     now = now_ms if now_ms is not None else int(time.time() * 1000)
@@ -62,8 +67,8 @@ def wrapup(conn: sqlite3.Connection, session_pk: int, *, keep: int = boundary.DE
 
         from magic_context.config.load import load_config
 
-        row = conn.execute("SELECT project_dir FROM sessions WHERE id = ?", (session_pk,)).fetchone()
-        config = load_config(Path(row[0]) if row and row[0] else None).config
+        info = session_info(conn, session_pk)
+        config = load_config(Path(info["project_dir"]) if info and info["project_dir"] else None).config
     holder = f"wrapup:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     if not runner.acquire_lease(conn, session_pk, holder, now, config.historian.timeout_ms):
         return WrapupResult(ALREADY_IN_PROGRESS, "another historian run holds this session's lease", keep=keep)
@@ -108,7 +113,7 @@ def wrapup(conn: sqlite3.Connection, session_pk: int, *, keep: int = boundary.DE
 def run_background(session_id: str, harness: str | None = None) -> runner.RunResult | None:
     """The detached historian run (`mc wrapup --background`); records failures instead of raising."""
     from magic_context.store.db import open_db
-    from magic_context.tools.reduce import find_session
+    from magic_context.store.sessions import find_session
 
     conn = open_db()
     try:
@@ -117,7 +122,7 @@ def run_background(session_id: str, harness: str | None = None) -> runner.RunRes
             return runner.run_once(conn, pk, lease_holder=os.environ.get(runner.LEASE_ENV) or None, mode="background")
         except Exception as exc:  # the detached process has no one to tell: record it for `mc status`
             now = int(time.time() * 1000)
-            with publish.transaction(conn):
+            with atomic(conn):
                 publish.set_state(conn, pk, runner.FAILURE_KEY, {"class": "internal", "provider": None, "at": now,
                                                                  "message": f"{type(exc).__name__}: {exc}"}, now)
                 publish.set_state(conn, pk, runner.STATE_KEY, {"state": "idle", "last_run_at": now,

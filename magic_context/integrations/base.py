@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,13 +22,14 @@ from typing import Any
 from magic_context import __version__
 from magic_context.integrations import files, jsonc
 from magic_context.integrations.files import Change, Plan
+from magic_context.records import Factory, record
 
 INSTALL_DIR = "magic-context"
 MANIFEST = "mc.json"
 PLUGIN_FILES = ("index.js", "bridge.js")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Scope:
     """Where an integration goes: one project (`root` = the project dir) or the user's global config."""
 
@@ -43,7 +43,7 @@ class Scope:
         return f"project {self.root}" if self.kind == "project" else "global config"
 
 
-@dataclass
+@record
 class SetupResult:
     """The outcome of one install or uninstall (the same shape under --dry-run, where nothing was written)."""
 
@@ -51,8 +51,8 @@ class SetupResult:
     operation: str  # install | uninstall
     scope: Scope
     dry_run: bool
-    changes: list[Change] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    changes: list[Change] = Factory(factory=list)
+    notes: list[str] = Factory(factory=list)
 
     @property
     def changed(self) -> bool:
@@ -64,7 +64,7 @@ class SetupResult:
                 "changes": [c.as_dict() for c in self.changes], "notes": list(self.notes)}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Detection:
     """A harness on this machine: its binary and version, and the scopes mc is installed in."""
 
@@ -79,7 +79,7 @@ class Detection:
                 "tested_versions": list(self.tested_versions), "installed": [s.as_dict() for s in self.installed]}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Verification:
     """`verify`'s answer for one installed scope: ok / warn / fail, a detail line and the problems found."""
 
@@ -90,7 +90,7 @@ class Verification:
     items: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ConfigEntry:
     """One value mc owns in a harness config file: element `value` of top-level array `key`."""
 
@@ -180,7 +180,7 @@ def _missing_dirs(targets: Iterable[Path]) -> list[Path]:
 
 
 def install_extension(harness: str, scope: Scope, install_dir: Path, *, config: ConfigEntry | None = None,
-                      extras: Iterable[tuple[Path, bytes, str]] = (), dry_run: bool = False,
+                      extras: Iterable[tuple[Path, bytes | None, str]] = (), dry_run: bool = False,
                       notes: list[str] | None = None) -> SetupResult:
     """Install (or refresh) the plugin directory, the config entry and the extra files; idempotent."""
     result = SetupResult(harness, "install", scope, dry_run, notes=list(notes or []))

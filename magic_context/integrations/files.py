@@ -12,13 +12,13 @@ import hashlib
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from magic_context import paths
+from magic_context.records import Factory, as_dict, record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Change:
     """One change on disk, as reported to the user (`--json` too)."""
 
@@ -28,10 +28,10 @@ class Change:
     backup: str | None = None
 
     def as_dict(self) -> dict[str, str]:
-        return {k: v for k, v in asdict(self).items() if v}
+        return {k: v for k, v in as_dict(self).items() if v}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Op:
     kind: str
     path: Path
@@ -39,11 +39,11 @@ class _Op:
     detail: str = ""
 
 
-@dataclass
+@record
 class Plan:
     """The steps an install or uninstall wants, in order."""
 
-    ops: list[_Op] = field(default_factory=list)
+    ops: list[_Op] = Factory(factory=list)
 
     def write(self, path: Path, data: bytes, detail: str = "") -> None:
         self.ops.append(_Op("write", Path(path), data, detail))

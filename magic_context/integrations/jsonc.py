@@ -9,13 +9,13 @@ members and an array's elements, then splices text in or out at those offsets.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from magic_context.errors import BadInput
+from magic_context.records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Span:
     """A value's text range [start, end) and, for object members, its key."""
 
@@ -169,9 +169,9 @@ def _insert_after(text: str, container_start: int, last: Span | None, close_at: 
     Multi-line containers get the item on a line of its own after the last child's line (its comments stay
     where they were); a trailing comma style is kept."""
     if last is None:
-        indent = _indent_before(text, container_start) or ""
+        outer = _indent_before(text, container_start) or ""
         if text[container_start] == "{":
-            return f"{text[:container_start]}{{\n{indent}  {item}\n{indent}}}{text[close_at + 1:]}"
+            return f"{text[:container_start]}{{\n{outer}  {item}\n{outer}}}{text[close_at + 1:]}"
         return f"{text[:container_start]}[{item}]{text[close_at + 1:]}"
     indent = _indent_before(text, last.key_start if last.key is not None else last.start)
     comma = _skip(text, last.end)

@@ -12,11 +12,11 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from magic_context.errors import MCError
 from magic_context.log import redact
+from magic_context.records import record
 
 MAX_DETAIL_CHARS = 240
 BACKOFF_BASE_S = 0.5
@@ -27,7 +27,7 @@ CONNECT_TIMEOUT_CAP_S = 10.0
 Sleep = Callable[[float], None]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Completion:
     """One model answer: its text, who produced it, token usage as reported, and wall time."""
 
@@ -114,7 +114,7 @@ class Provider(Protocol):
     def complete(self, system: str, prompt: str, *, max_tokens: int | None = None) -> Completion: ...
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HttpSettings:
     """Transport knobs for one HTTP provider (from `historian.*`); `sleep` is injectable for tests."""
 

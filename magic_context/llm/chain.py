@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from magic_context.errors import MCError
@@ -23,6 +22,7 @@ from magic_context.llm.base import (
     one_line,
 )
 from magic_context.log import redact
+from magic_context.records import record
 
 T = TypeVar("T")
 
@@ -40,7 +40,7 @@ class ChainExhausted(ProviderError):
         self.attempts = list(attempts)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Attempt:
     """One request to one provider: `kind` is "ok", a `ProviderError.kind`, "invalid" or "internal"."""
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 
 from magic_context import log
 from magic_context.errors import ContextEmergency, MCError
 from magic_context.proxy import routes
+from magic_context.records import record
 from magic_context.wire import model as m
 
 TYPE_CHECKING = False
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 MAX_REMEMBERED_FAILURES = 1024
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Receipt:
     """Where the request's prompt ended in the session's raw history: what its response's usage is paired with."""
 
@@ -36,7 +36,7 @@ class Receipt:
     prompt_ordinal: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Outcome:
     body: bytes  # what to send upstream
     rewritten: bool = False

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from urllib.parse import unquote
 
+from magic_context.records import record
 from magic_context.wire import model as m
 
 TYPE_CHECKING = False
@@ -37,7 +37,7 @@ HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy
 _SESSION_IN_USER_ID = re.compile(r"session_([0-9A-Za-z-]{8,})")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Route:
     """A model route: its wire family, the upstream it goes to, and the transform harness of its bodies."""
 

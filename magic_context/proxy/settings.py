@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 
 from magic_context.errors import BadInput
+from magic_context.records import record
 
 _URL = re.compile(r"^https?://[^/\s]+")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ProxySettings:
     host: str
     port: int

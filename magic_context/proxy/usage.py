@@ -28,7 +28,7 @@ try:
 except ImportError:  # pragma: no cover - orjson is a declared dependency
     import json
 
-    _loads = json.loads
+    _loads = json.loads  # type: ignore[assignment]  # same documents; orjson's signature is narrower
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one SSE line larger than this is not parsed (the bytes still pass)
 _RESPONSES_DONE = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -115,7 +115,7 @@ class UsageTap:
         """Anthropic: later events restate some counts (always the output); a figure present wins."""
         if not isinstance(raw, dict):
             return
-        fields = {name: value for name, value in anthropic_usage(raw).items() if raw.get(name) is not None}
+        fields = {name: value for name, value in (anthropic_usage(raw) or {}).items() if raw.get(name) is not None}
         self._fields.update(fields)
         self.usage = m.Usage(**{**make_usage(0, 0), **self._fields})
 

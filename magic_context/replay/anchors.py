@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Final
 
+from magic_context.records import Factory, record
 from magic_context.wire import model as m
 
 _TAG = re.compile(r"§\d+§ ?")
@@ -34,12 +34,12 @@ INSTRUCTION_KEY: Final = 80
 KINDS: Final = ("paths", "commits", "instructions")
 
 
-@dataclass
+@record
 class AnchorReport:
     """Retention per kind as (anchors, retained), and a few missing ones for the reader."""
 
-    counts: dict[str, tuple[int, int]] = field(default_factory=dict)
-    missing: list[str] = field(default_factory=list)
+    counts: dict[str, tuple[int, int]] = Factory(factory=dict)
+    missing: list[str] = Factory(factory=list)
 
     @property
     def total(self) -> int:

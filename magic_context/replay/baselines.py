@@ -18,9 +18,9 @@ Leading system messages (OpenAI) always stay in front; the summary follows them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Final
 
+from magic_context.records import Factory, record
 from magic_context.replay.units import MESSAGE_OVERHEAD, TokenCounter, Unit
 from magic_context.wire import arcs
 from magic_context.wire import model as m
@@ -39,7 +39,7 @@ CLEAR_PLACEHOLDER: Final = "[tool result cleared by context editing]"
 BASELINES: Final = ("native", "masking", "clear-tool-uses", "raw")
 
 
-@dataclass(slots=True)
+@record
 class ExtraCall:
     """A strategy's own LLM call (a compaction summary): its request and its output tokens."""
 
@@ -47,12 +47,12 @@ class ExtraCall:
     output_tokens: int
 
 
-@dataclass(slots=True)
+@record
 class Served:
     """One pass: the request the strategy sends, and the extra calls it made first."""
 
     units: list[Unit]
-    extra: list[ExtraCall] = field(default_factory=list)
+    extra: list[ExtraCall] = Factory(factory=list)
     compacted: bool = False
     edited: bool = False
 

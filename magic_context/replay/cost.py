@@ -15,16 +15,16 @@ Per request i with units U_i (see `units`), T_i = its tokens, t_i its time:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from magic_context.errors import BadInput
+from magic_context.records import record
 from magic_context.replay.units import Unit
 
 FIVE_MINUTES_MS: Final = 5 * 60 * 1000
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Pricing:
     """One provider's prices: base input and output in $ per million tokens, cache multipliers of the base."""
 
@@ -83,7 +83,7 @@ def common_prefix(a: Sequence[Unit], b: Sequence[Unit]) -> int:
     return total
 
 
-@dataclass(slots=True)
+@record
 class Charge:
     """What one request cost."""
 

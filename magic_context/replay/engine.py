@@ -19,13 +19,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
 from magic_context import paths
 from magic_context.errors import ContextEmergency, ExitCode, MCError
+from magic_context.records import Factory, record
 from magic_context.transform.protocol import CODECS, dumps, loads
 from magic_context.wire import anthropic
 from magic_context.wire import model as m
@@ -35,7 +35,7 @@ SESSION_ID: Final = "mc-replay"
 PASS_TIMEOUT_S: Final = 120
 
 
-@dataclass
+@record
 class McPass:
     """One served pass: the decoded request, the pass report, and its timing."""
 
@@ -45,7 +45,7 @@ class McPass:
     ms: float
     floor_ms: float
     emergency: bool = False
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = Factory(factory=list)
 
 
 def provider_of(model_id: str | None) -> str:
@@ -98,19 +98,19 @@ class McRunner:
         """What the replay's own database says about the historian (best effort: None when unreadable)."""
         import sqlite3
 
+        from magic_context.store import compartments, db, state
+
         facts: dict[str, Any] = {"compartments": None, "historian_failure": None}
         try:
-            conn = sqlite3.connect(f"file:{paths.db_path()}?mode=ro", uri=True)
+            conn = db.connect_read_only(paths.db_path())
         except sqlite3.Error:
             return facts
         try:
-            facts["compartments"] = conn.execute("SELECT count(*) FROM compartments").fetchone()[0]
-            row = conn.execute("SELECT value FROM session_state WHERE key = 'historian_failure' "
-                               "ORDER BY rowid DESC LIMIT 1").fetchone()
-            if row is not None:
-                failure = json.loads(row[0])
+            facts["compartments"] = compartments.count_all(conn)
+            failure = state.newest_value(conn, "historian_failure")
+            if failure is not None:
                 facts["historian_failure"] = failure.get("message") if isinstance(failure, dict) else str(failure)
-        except (sqlite3.Error, ValueError):
+        except sqlite3.Error:
             pass
         finally:
             conn.close()

@@ -10,10 +10,10 @@ served to mc carry none.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
+from magic_context.records import Factory, record
 from magic_context.transform.protocol import CODECS
 from magic_context.wire import model as m
 from magic_context.wire.importers import RecordedSession
@@ -21,7 +21,7 @@ from magic_context.wire.importers import RecordedSession
 _HARNESS_COMPACTION = frozenset({m.COMPACTION_SUMMARY, m.COMPACTION_REQUEST})
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class PassSpec:
     """One recorded LLM call: its request is `history[:end]`, sent at `at_ms` to `model`."""
 
@@ -30,7 +30,7 @@ class PassSpec:
     model: str | None
 
 
-@dataclass
+@record
 class Replayable:
     """The session prepared for replay (see the module doc)."""
 
@@ -39,7 +39,7 @@ class Replayable:
     canon: list[m.Message]  # the same messages decoded (one decode of the whole history)
     passes: list[PassSpec]
     system: str | None  # a system prompt that travels beside the messages (not OpenAI's system messages)
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = Factory(factory=dict)
 
 
 def strip_usage(message: Any) -> Any:

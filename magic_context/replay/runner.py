@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from magic_context.errors import BadInput
+from magic_context.records import Factory, record
 from magic_context.replay import anchors as anchor_mod
 from magic_context.replay import baselines, cost
 from magic_context.replay.engine import McRunner
@@ -28,26 +28,26 @@ STRATEGIES: Final = ("mc", *baselines.BASELINES)
 Progress = Callable[[str, int, int], None]
 
 
-@dataclass
+@record
 class StrategyRun:
     """One strategy's passes: per-pass served tokens and cumulative cost, plus its ledger."""
 
     name: str
     ledger: cost.Ledger
-    tokens: list[int] = field(default_factory=list)
-    charges: list[cost.Charge] = field(default_factory=list)
-    cumulative_usd: list[float] = field(default_factory=list)
+    tokens: list[int] = Factory(factory=list)
+    charges: list[cost.Charge] = Factory(factory=list)
+    cumulative_usd: list[float] = Factory(factory=list)
     over_window: int = 0
     compactions: int = 0
     edited_passes: int = 0
-    latency_ms: list[float] = field(default_factory=list)
-    floor_ms: list[float] = field(default_factory=list)
-    pass_kinds: Counter[str] = field(default_factory=Counter)
-    historian: Counter[str] = field(default_factory=Counter)
+    latency_ms: list[float] = Factory(factory=list)
+    floor_ms: list[float] = Factory(factory=list)
+    pass_kinds: Counter[str] = Factory(factory=Counter)
+    historian: Counter[str] = Factory(factory=Counter)
     emergencies: int = 0
     degraded: int = 0
     anchors: anchor_mod.AnchorReport | None = None
-    store: dict[str, Any] = field(default_factory=dict)
+    store: dict[str, Any] = Factory(factory=dict)
 
     def figures(self, window: int, native_usd: float | None) -> dict[str, Any]:
         led = self.ledger
@@ -85,7 +85,7 @@ class StrategyRun:
         return out
 
 
-@dataclass
+@record
 class ReplayResult:
     """Everything `mc replay` reports; `to_dict()` is the `--json` data."""
 
@@ -165,7 +165,8 @@ def replay(path: str | Path, *, format: str = "auto", context_limit: int | None 
     counter = counter or TokenCounter(reasoning=rep.harness != m.OPENAI)
     report = progress or (lambda _name, _done, _total: None)
     runs = []
-    common = {"counter": counter, "price": price, "ttl_ms": ttl_ms, "window": window, "progress": report}
+    common: dict[str, Any] = {"counter": counter, "price": price, "ttl_ms": ttl_ms, "window": window,
+                              "progress": report}
     for name in names:
         if name == "mc":
             runs.append(_run_mc(rep, use_subprocess=subprocess, **common))

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from magic_context.errors import BadInput, MCError
+from magic_context.records import Factory, as_dict, record
 from magic_context.search import lanes
 from magic_context.search import text as st
 from magic_context.search.lanes import Hit, Query
@@ -29,17 +29,17 @@ MAX_LIMIT: Final = 50
 LAZY_BLOCKS: Final = 4  # message-vector blocks a search may embed itself (the historian's publish embeds the rest)
 
 
-@dataclass
+@record
 class SearchResult:
     query: str
     hits: list[Hit]
-    warnings: list[str] = field(default_factory=list)
-    sources: list[str] = field(default_factory=list)
+    warnings: list[str] = Factory(factory=list)
+    sources: list[str] = Factory(factory=list)
 
     def as_dicts(self) -> list[dict[str, Any]]:
         out = []
         for h in self.hits:
-            d = {k: v for k, v in asdict(h).items() if v is not None and k != "extra"}
+            d = {k: v for k, v in as_dict(h).items() if v is not None and k != "extra"}
             d.update(h.extra)
             d["score"] = round(h.score, 4)
             out.append(d)
@@ -83,20 +83,21 @@ def visible_memory_ids(conn: sqlite3.Connection, session_pk: int) -> set[int]:
     Seam until the memory work lands: `magic_context.store.memories.visible_ids(conn, session_pk)` when it
     exists, else the JSON list in `session_state` key `visible_memory_ids` (or `memory_block_ids`), else none.
     """
-    try:
-        from magic_context.store import memories as memory_store  # type: ignore[attr-defined]
+    import importlib
 
-        visible = getattr(memory_store, "visible_ids", None)
+    try:  # looked up by name: the memory work's module may not be merged yet
+        visible = getattr(importlib.import_module("magic_context.store.memories"), "visible_ids", None)
         if visible is not None:
             return {int(i) for i in visible(conn, session_pk)}
     except ImportError:
         pass
-    row = conn.execute("SELECT value FROM session_state WHERE session_pk = ? AND key IN ('visible_memory_ids', "
-                       "'memory_block_ids') ORDER BY key DESC LIMIT 1", (session_pk,)).fetchone()
-    if row is None or row[0] is None:
+    from magic_context.store import search_index as idx
+
+    raw = idx.state_value(conn, session_pk, ("visible_memory_ids", "memory_block_ids"))
+    if raw is None:
         return set()
     try:
-        value = json.loads(row[0])
+        value = json.loads(raw)
     except (TypeError, ValueError):
         return set()
     return {int(i) for i in value} if isinstance(value, list) else set()

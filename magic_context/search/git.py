@@ -13,10 +13,10 @@ import os
 import sqlite3
 import subprocess
 import time
-from dataclasses import dataclass
 from typing import Any, Final
 
 from magic_context.errors import CheckFailed
+from magic_context.records import record
 
 US: Final = "\x1f"
 RS: Final = "\x1e"
@@ -25,7 +25,7 @@ COOLDOWN_MS: Final = 10 * 60_000
 PARK_MS: Final = 24 * 3_600_000
 
 
-@dataclass
+@record
 class RefreshResult:
     status: str  # refreshed, cooldown, not_git
     added: int = 0
@@ -57,8 +57,8 @@ def read_log(project_dir: str, since_ms: int, max_count: int) -> list[tuple[str,
     if proc.returncode != 0:
         raise CheckFailed(f"git log failed in {project_dir}: {proc.stderr.decode(errors='replace').strip()[:200]}")
     out = []
-    for record in proc.stdout.decode("utf-8", "replace").split(RS):
-        fields = record.strip("\n").split(US)
+    for entry in proc.stdout.decode("utf-8", "replace").split(RS):
+        fields = entry.strip("\n").split(US)
         if len(fields) < 5:
             continue
         sha, subject, email, ct, body = fields[0].strip(), fields[1], fields[2], fields[3], US.join(fields[4:])
@@ -87,7 +87,7 @@ def refresh(conn: sqlite3.Connection, project_id: str, project_dir: str, setting
             idx.set_state(conn, _key(project_id), json.dumps({"parked_until": now + PARK_MS}), now)
         return RefreshResult("not_git")
     floor = now - settings.since_days * 86_400_000
-    newest = conn.execute("SELECT max(committed_at) FROM git_commits WHERE project_id = ?", (project_id,)).fetchone()[0]
+    newest = idx.newest_commit_at(conn, project_id)
     since = max(floor, (newest or 0) - 60_000)
     try:
         log = read_log(project_dir, since, settings.max_commits)
@@ -98,16 +98,8 @@ def refresh(conn: sqlite3.Connection, project_id: str, project_dir: str, setting
     added = 0
     with transaction(conn):
         for sha, message, author, at in log:
-            cur = conn.execute("INSERT INTO git_commits (project_id, sha, message, author, committed_at, indexed_at) "
-                               "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(project_id, sha) DO UPDATE SET "
-                               "message = excluded.message WHERE message != excluded.message",
-                               (project_id, sha, message, author, at, now))
-            added += cur.rowcount
-        evicted = conn.execute("DELETE FROM git_commits WHERE project_id = ? AND id NOT IN (SELECT id FROM git_commits "
-                               "WHERE project_id = ? ORDER BY committed_at DESC LIMIT ?)",
-                               (project_id, project_id, settings.max_commits)).rowcount
-        evicted += conn.execute("DELETE FROM git_commits WHERE project_id = ? AND committed_at < ?",
-                                (project_id, floor)).rowcount
+            added += idx.upsert_commit(conn, project_id, sha, message, author=author, committed_at=at, now_ms=now)
+        evicted = idx.evict_commits(conn, project_id, settings.max_commits, floor)
         idx.set_state(conn, _key(project_id), json.dumps({"at": now}), now)
     return RefreshResult("refreshed", added, evicted)
 

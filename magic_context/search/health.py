@@ -16,9 +16,12 @@ def last_failure_readonly(db_path: str) -> dict[str, Any] | None:
     except sqlite3.Error:
         return None
     try:
-        row = conn.execute("SELECT value FROM search_state WHERE key = ?", (FAILURE_KEY,)).fetchone()
-        return json.loads(row[0]) if row else None
-    except (sqlite3.Error, ValueError):
+        from magic_context.errors import MCError
+        from magic_context.store.search_index import get_state
+
+        value = get_state(conn, FAILURE_KEY)
+        return json.loads(value) if value else None
+    except (sqlite3.Error, MCError, ValueError):
         return None
     finally:
         conn.close()

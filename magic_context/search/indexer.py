@@ -30,14 +30,13 @@ def _now() -> int:
 
 def cutoff(conn: sqlite3.Connection, session_pk: int) -> int:
     """The last compartment end, or -1 when nothing is folded yet (then no message is searchable)."""
-    row = conn.execute("SELECT max(end_ordinal) FROM compartments WHERE session_pk = ?", (session_pk,)).fetchone()
-    return int(row[0]) if row and row[0] is not None else -1
+    end = search_index.folded_through(conn, session_pk)
+    return int(end) if end is not None else -1
 
 
 def _marker(conn: sqlite3.Connection, session_pk: int, through: int) -> str:
-    row = conn.execute("SELECT max(id), count(*) FROM raw_messages WHERE session_pk = ? AND superseded_at IS NULL",
-                       (session_pk,)).fetchone()
-    return f"{row[0]}:{row[1]}:{through}"
+    newest, live = search_index.raw_marker(conn, session_pk)
+    return f"{newest}:{live}:{through}"
 
 
 def index_session(conn: sqlite3.Connection, session_pk: int, *, now_ms: int | None = None) -> int:
@@ -61,7 +60,7 @@ def _index_session(conn: sqlite3.Connection, session_pk: int, now_ms: int | None
     marker = _marker(conn, session_pk, through)
     if search_index.get_state(conn, key) == marker:
         return 0
-    harness = conn.execute("SELECT harness FROM sessions WHERE id = ?", (session_pk,)).fetchone()[0]
+    harness = search_index.session_field(conn, session_pk, "harness")
     live = [row for row in raw.live_index(conn, session_pk) if row[0] <= through]
     indexed = search_index.indexed_hashes(conn, session_pk)
     live_ordinals = {row[0] for row in live}
@@ -81,7 +80,7 @@ def _index_session(conn: sqlite3.Connection, session_pk: int, now_ms: int | None
                     for msg, s in zip(messages, stored, strict=True) if s.ordinal in wanted]
             changed += search_index.upsert_messages(conn, session_pk, rows)
         search_index.set_state(conn, key, marker, now_ms or _now())
-        count = conn.execute("SELECT count(*) FROM message_text WHERE session_pk = ?", (session_pk,)).fetchone()[0]
+        count = search_index.indexed_count(conn, session_pk)
         search_index.set_state(conn, f"count:{session_pk}", str(count), now_ms or _now())
     return changed
 
@@ -91,7 +90,7 @@ def indexed_count(conn: sqlite3.Connection, session_pk: int) -> int:
     value = search_index.get_state(conn, f"count:{session_pk}")
     if value is not None:
         return int(value)
-    return int(conn.execute("SELECT count(*) FROM message_text WHERE session_pk = ?", (session_pk,)).fetchone()[0])
+    return search_index.indexed_count(conn, session_pk)
 
 
 BLOCK: Final = 256  # ordinals per message-vector block: 100k messages load as ~400 blobs, not 100k rows
@@ -143,14 +142,11 @@ def embed_messages(conn: sqlite3.Connection, session_pk: int, embedder: Any, *, 
     scope = str(session_pk)
     kind = "msgblock"
     if only_if_behind:
-        last = conn.execute("SELECT max(ordinal) FROM message_text WHERE session_pk = ? AND text != ''",
-                            (session_pk,)).fetchone()[0]
-        covered = conn.execute("SELECT max(end_ordinal) FROM embeddings WHERE kind = ? AND scope = ? AND model_id = ?",
-                               (kind, scope, embedder.model_id)).fetchone()[0]
+        last = search_index.last_text_ordinal(conn, session_pk)
+        covered = search_index.vectors_end(conn, kind, scope, embedder.model_id)
         if last is None or (covered is not None and covered >= last):
             return 0
-    rows = conn.execute("SELECT ordinal, content_hash, text FROM message_text WHERE session_pk = ? AND text != '' "
-                        "ORDER BY ordinal", (session_pk,)).fetchall()
+    rows = search_index.message_texts(conn, session_pk)
     blocks: dict[int, list[Any]] = {}
     for row in rows:
         blocks.setdefault(block_of(row[0]), []).append(row)
@@ -200,7 +196,7 @@ def embed_session(conn: sqlite3.Connection, session_pk: int, embedder: Any, *, n
     items = [(str(c["id"]), f"{c['title']}\n{c['content']}", c["start_ordinal"], c["end_ordinal"]) for c in comps]
     done = _embed_missing(conn, embedder, "compartment", scope, items=items, now_ms=now)
     done += embed_messages(conn, session_pk, embedder, now_ms=now)
-    project = conn.execute("SELECT project_id FROM sessions WHERE id = ?", (session_pk,)).fetchone()[0]
+    project = search_index.session_field(conn, session_pk, "project_id")
     if project:
         done += embed_memories(conn, project, embedder, now_ms=now)
     return done
@@ -252,8 +248,7 @@ def describe(conn: sqlite3.Connection, session_pk: int | None = None) -> dict[st
 
     out: dict[str, Any] = {"last_embedding_failure": embed.last_failure(conn)}
     if session_pk is not None:
-        out["indexed_messages"] = int(conn.execute("SELECT count(*) FROM message_text WHERE session_pk = ?",
-                                                   (session_pk,)).fetchone()[0])
+        out["indexed_messages"] = search_index.indexed_count(conn, session_pk)
         out["searchable_through"] = cutoff(conn, session_pk)
         out["vectors"] = {k: search_index.count_vectors(conn, k, str(session_pk)) for k in ("compartment", "msgblock")}
     return out

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from magic_context.records import Factory, record, replace
 from magic_context.search import text as st
 from magic_context.store import search_index as idx
 
@@ -23,7 +23,7 @@ LOOSE_WEIGHT: Final = 0.5  # the ORed content-word query, against 1.0 for the fu
 SEMANTIC_CANDIDATES: Final = 50
 
 
-@dataclass
+@record
 class Hit:
     """One search result. `source` is memory, message, compartment, git_commit or note."""
 
@@ -42,10 +42,10 @@ class Hit:
     sha: str | None = None
     status: str | None = None
     at_ms: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = Factory(factory=dict)
 
 
-@dataclass
+@record
 class Query:
     text: str
     probes: list[str]
@@ -217,8 +217,8 @@ def compartments(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: in
     if q.vector is not None and q.model_id:
         sem = _semantic_compartments(conn, session_pk, q, cutoff)
     missing = [i for i in sem if i not in rows]
-    for row in idx.compartments(conn, session_pk, missing):
-        rows[row["id"]] = row
+    for found in idx.compartments(conn, session_pk, missing):
+        rows[found["id"]] = found
     hits: list[Hit] = []
     for cid in set(fts) | set(sem):
         row = rows.get(cid)

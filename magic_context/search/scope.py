@@ -5,12 +5,12 @@ from __future__ import annotations
 import calendar
 import sqlite3
 import time
-from dataclasses import dataclass
 
 from magic_context.errors import BadInput, NotFound
+from magic_context.records import record
 
 
-@dataclass
+@record
 class Scope:
     session_pks: list[int]
     project_id: str | None
@@ -27,13 +27,16 @@ def resolve(conn: sqlite3.Connection, *, session: str | None, harness: str | Non
         raise BadInput("--session and --project exclude each other", fix="pass one of them")
     if session:
         pk = find_session(conn, session, harness)
-        row = conn.execute("SELECT project_id, project_dir, session_id FROM sessions WHERE id = ?", (pk,)).fetchone()
-        return Scope([pk], row[0], row[1], row[2])
+        from magic_context.store import search_index as idx
+
+        return Scope([pk], idx.session_field(conn, pk, "project_id"), idx.session_field(conn, pk, "project_dir"),
+                     idx.session_field(conn, pk, "session_id"))
     from magic_context import project as identity
 
     project_id = identity.identity(project or cwd)
-    rows = conn.execute("SELECT id, project_dir, session_id FROM sessions WHERE project_id = ? "
-                        "ORDER BY updated_at DESC", (project_id,)).fetchall()
+    from magic_context.store.search_index import project_sessions
+
+    rows = project_sessions(conn, project_id)
     if not rows:
         if project:
             raise NotFound(f"mc has no session for project {project}", fix="check the directory, or pass --session")

@@ -1,7 +1,8 @@
-"""Open `context.db` with plain sqlite3 and enforce the schema fence (stdlib only: hot path).
+"""Open `context.db` with plain sqlite3, enforce the schema fence, and run transactions (stdlib only: hot path).
 
 `PRAGMA user_version` equals the number of registered migrations. An older database is
 migrated on open (sqlite-utils is imported only then); a newer one is refused with exit 3.
+`atomic(conn)` is the one way mc opens a transaction (connections run in autocommit mode).
 """
 
 from __future__ import annotations
@@ -77,13 +78,92 @@ def connect(
     return conn
 
 
+def connect_read_only(path: StrPath, *, timeout_s: float = 5.0) -> sqlite3.Connection:
+    """A read-only connection with no pragmas, migration or fence (diagnostics that must not write)."""
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout_s)
+
+
+def integrity_check(conn: sqlite3.Connection) -> list[str]:
+    """`PRAGMA integrity_check`'s lines (["ok"] when the file is sound)."""
+    return [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+
+
+def journal_mode(conn: sqlite3.Connection) -> str:
+    return str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+
+
+def table_count(conn: sqlite3.Connection) -> int:
+    """How many schema objects exist (reading `sqlite_master` proves the file opens as a database)."""
+    return int(conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
+
+
 def classify(exc: sqlite3.Error, path: StrPath | None = None) -> StorageUnavailable:
     """Turn a sqlite3 error into the matching typed error (busy is transient, the rest is not)."""
     text = str(exc)
     where = f" ({path})" if path else ""
     if "locked" in text or "busy" in text:
         return StorageBusy(f"database is busy{where}: {text}", fix="another mc process holds the write lock; retry")
+    if "disk is full" in text:
+        return StorageUnavailable(f"database error{where}: {text}", fix="free disk space, then retry")
     return StorageUnavailable(f"database error{where}: {text}", fix="run `mc doctor` to diagnose")
+
+
+class atomic:  # lower case: used like a function, `with atomic(conn):`
+    """One transaction: `BEGIN IMMEDIATE … COMMIT`, or a savepoint inside the caller's open transaction.
+
+    In the spirit of sqlite-utils' `Database.atomic()`. `immediate=False` starts a deferred `BEGIN`
+    (readers that may later write take the lock only then). `commit=False` rolls the work back at the
+    end instead (dry runs). On an error it rolls back only while a transaction is still open: SQLite
+    itself rolls the whole transaction back on disk-full, I/O errors or a trigger's `RAISE(ROLLBACK)`,
+    and a `ROLLBACK TO` then would raise "no such savepoint" and hide the real cause. A failed COMMIT
+    is rolled back and raised. sqlite3 errors propagate as they are; callers `classify()` them.
+    """
+
+    __slots__ = ("_begin", "_commit", "_conn", "_nested")
+
+    _SAVEPOINT = "mc_atomic"
+
+    def __init__(self, conn: sqlite3.Connection, immediate: bool = True, *, commit: bool = True) -> None:
+        self._conn = conn
+        self._begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+        self._commit = commit
+        self._nested = False
+
+    def __enter__(self) -> sqlite3.Connection:
+        conn = self._conn
+        self._nested = conn.in_transaction
+        conn.execute(f"SAVEPOINT {self._SAVEPOINT}" if self._nested else self._begin)
+        return conn
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        conn = self._conn
+        if exc is None and self._commit:
+            try:
+                conn.execute(f"RELEASE {self._SAVEPOINT}" if self._nested else "COMMIT")
+            except BaseException as failed:
+                self._undo(failed)
+                raise
+        elif exc is None:
+            self._rollback()
+        else:
+            self._undo(exc)
+
+    def _undo(self, cause: BaseException) -> None:
+        """Roll back after `cause`, which stays the error raised: it is what the user must see."""
+        try:
+            self._rollback()
+        except sqlite3.Error as undo:
+            cause.add_note(f"(rolling back also failed: {undo})")
+
+    def _rollback(self) -> None:
+        conn = self._conn
+        if not conn.in_transaction:
+            return  # SQLite already rolled the whole transaction back
+        if self._nested:
+            conn.execute(f"ROLLBACK TO {self._SAVEPOINT}")
+            conn.execute(f"RELEASE {self._SAVEPOINT}")
+        else:
+            conn.execute("ROLLBACK")
 
 
 def user_version(conn: sqlite3.Connection) -> int:
@@ -102,9 +182,10 @@ def check_fence(conn: sqlite3.Connection, path: StrPath | None = None) -> int:
     return version
 
 
-def open_db(path: StrPath | None = None, **pragmas: int | None) -> sqlite3.Connection:
+def open_db(path: StrPath | None = None, *, cache_size_mb: int | None = None,
+            mmap_size_mb: int | None = None) -> sqlite3.Connection:
     """Open, fence-check, and migrate an older database; the connection every command uses."""
-    conn = connect(path, **pragmas)
+    conn = connect(path, cache_size_mb=cache_size_mb, mmap_size_mb=mmap_size_mb)
     try:
         version = check_fence(conn, path)
         if version < SCHEMA_VERSION:
@@ -117,4 +198,7 @@ def open_db(path: StrPath | None = None, **pragmas: int | None) -> sqlite3.Conne
     return conn
 
 
-__all__ = ["BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "check_fence", "classify", "connect", "open_db", "user_version"]
+__all__ = [
+    "BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "atomic", "check_fence", "classify", "connect", "connect_read_only",
+    "integrity_check", "journal_mode", "open_db", "table_count", "user_version",
+]

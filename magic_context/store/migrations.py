@@ -7,11 +7,11 @@ After applying, `PRAGMA user_version` is set to the number of migrations (the fe
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 
 from sqlite_utils import Database, Migrations
 
 from magic_context.errors import StorageUnavailable
+from magic_context.records import record
 from magic_context.store import db as store_db
 
 MIGRATION_SET = "magic_context"
@@ -192,7 +192,7 @@ CREATE TABLE IF NOT EXISTS leases (
 """,
     )
     if not db["memories_fts"].exists():
-        db["memories"].enable_fts(["content", "category"], create_triggers=True, tokenize="porter")
+        db.table("memories").enable_fts(["content", "category"], create_triggers=True, tokenize="porter")
 
 
 @migrations()
@@ -322,7 +322,7 @@ CREATE TABLE IF NOT EXISTS search_state (
     )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MigrationStatus:
     """What `mc migrate` reports: names already applied and names still pending."""
 

@@ -47,8 +47,8 @@ import zlib
 from collections.abc import Callable, Sequence
 
 from magic_context.records import Factory, record
-from magic_context.store.db import classify
-from magic_context.store.sessions import ensure_session
+from magic_context.store.db import atomic, classify
+from magic_context.store.sessions import ensure_session, touch
 from magic_context.wire import model as m
 from magic_context.wire.identity import content_hash
 from magic_context.wire.model import Message
@@ -63,10 +63,10 @@ try:  # orjson is optional on the hot path (as in wire.identity)
     _dumps = orjson.dumps
     _loads = orjson.loads
 except ImportError:  # pragma: no cover - exercised only without orjson
-    def _dumps(value: Any) -> bytes:
+    def _dumps(value: Any) -> bytes:  # type: ignore[misc]  # orjson's signature has optional extras
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
-    _loads = json.loads
+    _loads = json.loads  # type: ignore[assignment]  # same documents; orjson's signature is narrower
 
 ZLIB_LEVEL: Final = 1  # ~20% faster than 6 on session JSON for ~3 points of ratio; the first pass writes it all
 EDITED: Final = "edited"
@@ -106,11 +106,11 @@ class SyncResult:
     superseded: int = 0
     appended: int = 0  # messages given a new ordinal at the end
     replaced: int = 0  # messages that took over the ordinal of a superseded row
-    divergences: list[tuple[str, int]] = Factory(list)
+    divergences: list[tuple[str, int]] = Factory(factory=list)
     view_start: int | None = None  # smallest ordinal in the input
     head_dropped: bool = False  # the input starts above the oldest live row
     last_ordinal: int | None = None
-    tokens: list[int] = Factory(list)  # per input message, when `estimate` was given
+    tokens: list[int] = Factory(factory=list)  # per input message, when `estimate` was given
 
 
 @record(frozen=True)
@@ -259,8 +259,9 @@ def _plan(conn: sqlite3.Connection, session_pk: int, inp: _Input, live: Live) ->
     inserted = [at for front, at in inserted_at.items() if not (front and res.head_dropped)]
     if inserted:
         divergences.append((INSERTED, min(inserted)))
-    if res.head_dropped and _last_compaction(conn, session_pk) != res.view_start:  # rule 6
-        divergences.append((COMPACTED, res.view_start))
+    view_start = res.view_start
+    if res.head_dropped and view_start is not None and _last_compaction(conn, session_pk) != view_start:  # rule 6
+        divergences.append((COMPACTED, view_start))
     # Everything above hi was superseded and appends continued from there, so the top is next - 1.
     res.last_ordinal = next_ordinal - 1 if next_ordinal > 0 else None
     return _Plan(ordinals, inserts, stored_tokens, supersede, divergences, res)
@@ -321,9 +322,7 @@ def _apply(conn: sqlite3.Connection, session_pk: int, inp: _Input, live: Live, p
            estimate: Callable[[str], int] | None) -> _Plan:
     messages, keys, hashes = inp.messages, inp.keys, inp.hashes
     own = not conn.in_transaction
-    if own:
-        conn.execute("BEGIN IMMEDIATE")
-    try:
+    with atomic(conn):
         # A caller's open transaction already covered our read (the pass holds the write lock; a read
         # snapshot that went stale fails its first write with SQLITE_BUSY): re-read only under our own.
         fresh = _live(conn, session_pk) if own else live
@@ -353,13 +352,7 @@ def _apply(conn: sqlite3.Connection, session_pk: int, inp: _Input, live: Live, p
             [(session_pk, at, reason, now_ms) for reason, at in plan.divergences],
         )
         plan.result.divergences = list(plan.divergences)
-        conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now_ms, session_pk))
-        if own:
-            conn.execute("COMMIT")
-    except BaseException:
-        if own and conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+        touch(conn, session_pk, now_ms)
     return plan
 
 

@@ -166,9 +166,11 @@ def memories(conn: sqlite3.Connection, project_id: str, now_ms: int, ids: Sequen
 def bump_retrievals(conn: sqlite3.Connection, ids: Sequence[int], now_ms: int) -> None:
     """Count a search's returned memories: `store.memories.record_retrieval` (retrieval_count and
     last_retrieved_at) when the memory work provides it, else retrieval_count alone."""
-    try:
-        from magic_context.store.memories import record_retrieval  # type: ignore[import-not-found]
-    except ImportError:
+    import importlib
+
+    try:  # looked up by name: the memory work's module may not be merged yet
+        record_retrieval = importlib.import_module("magic_context.store.memories").record_retrieval
+    except (ImportError, AttributeError):
         for memory_id in ids:
             conn.execute("UPDATE memories SET retrieval_count = retrieval_count + 1 WHERE id = ?", (memory_id,))
         return
@@ -216,11 +218,6 @@ def count_vectors(conn: sqlite3.Connection, kind: str, scope: str | None = None)
     return int(_rows(conn, "SELECT count(*) FROM embeddings WHERE kind = ? AND scope = ?", (kind, scope))[0][0])
 
 
-__all__ = [
-    "bump_retrievals", "commits", "compartments", "count_vectors", "delete_messages", "delete_vectors",
-    "indexed_hashes", "like_commits", "match_commits", "match_compartments", "match_memories", "match_messages",
-    "memories", "message_count", "message_rows", "notes", "put_vector", "upsert_messages", "vector_hashes", "vectors",
-]
 
 
 def get_state(conn: sqlite3.Connection, key: str) -> str | None:
@@ -234,3 +231,114 @@ def set_state(conn: sqlite3.Connection, key: str, value: str | None, now_ms: int
         return
     conn.execute("INSERT INTO search_state (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE "
                  "SET value = excluded.value, updated_at = excluded.updated_at", (key, value, now_ms))
+
+
+# --- small reads the search engine needs (store owns SQL) ----------------------------------------------
+
+def _one(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> Any:
+    rows = _rows(conn, sql, params)
+    return rows[0][0] if rows else None
+
+
+def folded_through(conn: sqlite3.Connection, session_pk: int) -> int | None:
+    """The session's last compartment end, or None when nothing is folded."""
+    return _one(conn, "SELECT max(end_ordinal) FROM compartments WHERE session_pk = ?", (session_pk,))
+
+
+def raw_marker(conn: sqlite3.Connection, session_pk: int) -> tuple[int | None, int]:
+    """(newest live raw row id, live row count): changes whenever sync writes or supersedes a row."""
+    row = _rows(conn, "SELECT max(id), count(*) FROM raw_messages WHERE session_pk = ? AND superseded_at IS NULL",
+                (session_pk,))[0]
+    return row[0], int(row[1])
+
+
+def session_field(conn: sqlite3.Connection, session_pk: int, column: str) -> Any:
+    """One column (harness, project_id, project_dir, session_id) of a session row."""
+    if column not in ("harness", "project_id", "project_dir", "session_id"):
+        raise ValueError(column)
+    return _one(conn, f"SELECT {column} FROM sessions WHERE id = ?", (session_pk,))
+
+
+def session_ids(conn: sqlite3.Connection, session_pks: Sequence[int]) -> dict[int, str]:
+    if not session_pks:
+        return {}
+    return {int(r[0]): str(r[1]) for r in _rows(
+        conn, f"SELECT id, session_id FROM sessions WHERE id IN ({','.join('?' * len(session_pks))})", session_pks)}
+
+
+def project_sessions(conn: sqlite3.Connection, project_id: str) -> list[sqlite3.Row]:
+    """(id, project_dir, session_id) of the project's sessions, most recently active first."""
+    return _rows(conn, "SELECT id, project_dir, session_id FROM sessions WHERE project_id = ? ORDER BY updated_at DESC",
+                 (project_id,))
+
+
+def state_value(conn: sqlite3.Connection, session_pk: int, keys: Sequence[str]) -> str | None:
+    """The first of `keys` set in the session's `session_state` (in the given order), or None."""
+    for key in keys:
+        value = _one(conn, "SELECT value FROM session_state WHERE session_pk = ? AND key = ?", (session_pk, key))
+        if value is not None:
+            return str(value)
+    return None
+
+
+def indexed_count(conn: sqlite3.Connection, session_pk: int) -> int:
+    return int(_one(conn, "SELECT count(*) FROM message_text WHERE session_pk = ?", (session_pk,)))
+
+
+def last_text_ordinal(conn: sqlite3.Connection, session_pk: int) -> int | None:
+    """The highest indexed ordinal with searchable text."""
+    return _one(conn, "SELECT max(ordinal) FROM message_text WHERE session_pk = ? AND text != ''", (session_pk,))
+
+
+def message_texts(conn: sqlite3.Connection, session_pk: int) -> list[sqlite3.Row]:
+    """(ordinal, content_hash, text) of every indexed message with text, in ordinal order."""
+    return _rows(conn, "SELECT ordinal, content_hash, text FROM message_text WHERE session_pk = ? AND text != '' "
+                       "ORDER BY ordinal", (session_pk,))
+
+
+def vectors_end(conn: sqlite3.Connection, kind: str, scope: str, model_id: str) -> int | None:
+    return _one(conn, "SELECT max(end_ordinal) FROM embeddings WHERE kind = ? AND scope = ? AND model_id = ?",
+                (kind, scope, model_id))
+
+
+def newest_commit_at(conn: sqlite3.Connection, project_id: str) -> int | None:
+    return _one(conn, "SELECT max(committed_at) FROM git_commits WHERE project_id = ?", (project_id,))
+
+
+def upsert_commit(conn: sqlite3.Connection, project_id: str, sha: str, message: str, *, author: str | None,
+                  committed_at: int, now_ms: int) -> int:
+    """Insert a commit (or update its message when it changed); the number of rows written."""
+    cur = conn.execute("INSERT INTO git_commits (project_id, sha, message, author, committed_at, indexed_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(project_id, sha) DO UPDATE SET "
+                       "message = excluded.message WHERE message != excluded.message",
+                       (project_id, sha, message, author, committed_at, now_ms))
+    return int(cur.rowcount)
+
+
+def evict_commits(conn: sqlite3.Connection, project_id: str, max_commits: int, floor_ms: int) -> int:
+    """Drop the project's commits beyond the newest `max_commits` and those older than `floor_ms`."""
+    evicted = conn.execute("DELETE FROM git_commits WHERE project_id = ? AND id NOT IN (SELECT id FROM git_commits "
+                           "WHERE project_id = ? ORDER BY committed_at DESC LIMIT ?)",
+                           (project_id, project_id, max_commits)).rowcount
+    return int(evicted) + int(conn.execute("DELETE FROM git_commits WHERE project_id = ? AND committed_at < ?",
+                                           (project_id, floor_ms)).rowcount)
+
+
+def tag_message_id(conn: sqlite3.Connection, session_pk: int, tag: int) -> str | None:
+    return _one(conn, "SELECT message_id FROM tags WHERE session_pk = ? AND tag_number = ?", (session_pk, tag))
+
+
+def live_ordinal(conn: sqlite3.Connection, session_pk: int, message_id: str) -> int | None:
+    return _one(conn, "SELECT ordinal FROM raw_messages WHERE session_pk = ? AND message_id = ? "
+                      "AND superseded_at IS NULL", (session_pk, message_id))
+
+
+__all__ = [
+    "bump_retrievals", "commits", "compartments", "count_vectors", "delete_messages", "delete_vectors",
+    "evict_commits", "folded_through", "get_state", "indexed_count", "indexed_hashes", "last_text_ordinal",
+    "like_commits", "live_ordinal", "match_commits", "match_compartments", "match_memories", "match_messages",
+    "memories", "message_count", "message_rows", "message_rows_at", "message_texts", "newest_commit_at",
+    "notes", "project_sessions", "put_vector", "raw_marker", "session_field", "session_ids", "set_state",
+    "state_value", "tag_message_id", "term_count", "upsert_commit", "upsert_messages", "vector_hashes",
+    "vectors", "vectors_end",
+]

@@ -10,23 +10,23 @@ output), dropped outputs included.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from magic_context.errors import BadInput, NotFound
+from magic_context.records import Factory, record
 
 BUDGET_TOKENS: Final = 15_000
 ROLE_LETTER: Final = {"user": "U", "assistant": "A", "tool": "T", "system": "S"}
 USAGE: Final = "provide either message=<ordinal>, or start and end (positive integers, start <= end)."
 
 
-@dataclass
+@record
 class Expanded:
     kind: str  # range, message, live_tail, empty
     text: str
     start: int | None = None
     end: int | None = None
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = Factory(factory=list)
     tokens: int = 0
     truncated_at: int | None = None
     next_range: str | None = None
@@ -57,8 +57,9 @@ def parse_range(value: str) -> tuple[int, int]:
 def _decode(conn: sqlite3.Connection, session_pk: int, start: int, end: int) -> list[Any]:
     from magic_context.history.runner import _decode
     from magic_context.store import raw
+    from magic_context.store.search_index import session_field
 
-    harness = conn.execute("SELECT harness FROM sessions WHERE id = ?", (session_pk,)).fetchone()[0]
+    harness = session_field(conn, session_pk, "harness")
     return _decode(harness, raw.read_range(conn, session_pk, start, end))
 
 
@@ -126,15 +127,15 @@ def expand_message(conn: sqlite3.Connection, session_pk: int, ordinal: int) -> E
 
 def tag_ordinal(conn: sqlite3.Connection, session_pk: int, tag: int) -> int:
     """The ordinal of the message holding tag §N§; NotFound when the tag or its message is unknown."""
-    row = conn.execute("SELECT message_id FROM tags WHERE session_pk = ? AND tag_number = ?",
-                       (session_pk, tag)).fetchone()
-    if row is None:
+    from magic_context.store.search_index import live_ordinal, tag_message_id
+
+    message_id = tag_message_id(conn, session_pk, tag)
+    if message_id is None:
         raise NotFound(f"no tag {tag} in this session", fix="tags are the §N§ numbers shown in the context")
-    found = conn.execute("SELECT ordinal FROM raw_messages WHERE session_pk = ? AND message_id = ? AND superseded_at "
-                         "IS NULL", (session_pk, row[0])).fetchone()
+    found = live_ordinal(conn, session_pk, message_id)
     if found is None:
         raise NotFound(f"tag {tag}'s message is no longer in the raw history")
-    return int(found[0])
+    return int(found)
 
 
 __all__ = ["BUDGET_TOKENS", "Expanded", "expand_message", "expand_range", "parse_range", "tag_ordinal"]

@@ -7,13 +7,16 @@ and nothing is queued when any requested tag is invalid. Tags already queued are
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 
-from magic_context.errors import BadInput, NotFound
+from magic_context.errors import BadInput
+from magic_context.records import record
+from magic_context.store import pending as pending_ops
+from magic_context.store import tags as tag_rows
+from magic_context.store.sessions import find_session
 from magic_context.transform.ranges import format_ranges, parse_ranges
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ReduceResult:
     queued: list[int]
     already_pending: list[int]
@@ -27,36 +30,15 @@ class ReduceResult:
         return " ".join(parts) or "Nothing to drop."
 
 
-def find_session(conn: sqlite3.Connection, session_id: str, harness: str | None = None) -> int:
-    """The session row id for a harness session id; BadInput when ambiguous, NotFound when unknown."""
-    if harness:
-        rows = conn.execute("SELECT id FROM sessions WHERE session_id = ? AND harness = ?",
-                            (session_id, harness)).fetchall()
-    else:
-        rows = conn.execute("SELECT id, harness FROM sessions WHERE session_id = ?", (session_id,)).fetchall()
-    if not rows:
-        raise NotFound(f"no session {session_id!r} in the database", fix="check the id with `mc status --latest`")
-    if len(rows) > 1:
-        raise BadInput(f"session id {session_id!r} exists for several harnesses", fix="pass --harness")
-    return int(rows[0][0])
-
-
 def protected_numbers(conn: sqlite3.Connection, session_pk: int, protected_tags: int) -> set[int]:
-    rows = conn.execute(
-        "SELECT tag_number FROM tags WHERE session_pk = ? AND status = 'active' ORDER BY tag_number DESC LIMIT ?",
-        (session_pk, protected_tags),
-    ).fetchall()
-    return {r[0] for r in rows}
+    return tag_rows.newest_active(conn, session_pk, protected_tags)
 
 
 def queue_drops(conn: sqlite3.Connection, session_pk: int, drop: str, *, protected_tags: int, now_ms: int,
                 forced: bool = False) -> ReduceResult:
     """Validate and queue pending drops for the tags named by `drop` ("3-5,9")."""
     numbers = parse_ranges(drop)
-    status = dict(conn.execute(
-        f"SELECT tag_number, status FROM tags WHERE session_pk = ? AND tag_number IN ({','.join('?' * len(numbers))})",
-        (session_pk, *numbers),
-    ).fetchall())
+    status = tag_rows.statuses(conn, session_pk, numbers)
     unknown = [n for n in numbers if n not in status]
     dropped = [n for n in numbers if status.get(n) == "dropped"]
     protected = sorted(protected_numbers(conn, session_pk, protected_tags).intersection(numbers)) if not forced else []
@@ -69,13 +51,9 @@ def queue_drops(conn: sqlite3.Connection, session_pk: int, drop: str, *, protect
         problems.append(f"protected (newest {protected_tags}) {format_ranges(protected)}")
     if problems:
         raise BadInput("cannot drop: " + "; ".join(problems), fix="drop only older, active tags")
-    pending = {r[0] for r in conn.execute(
-        "SELECT tag_number FROM pending_ops WHERE session_pk = ? AND operation = 'drop'", (session_pk,))}
+    pending = {number for number, _forced in pending_ops.queued_drops(conn, session_pk)}
     fresh = [n for n in numbers if n not in pending]
-    conn.executemany(
-        "INSERT OR IGNORE INTO pending_ops (session_pk, tag_number, operation, forced, queued_at) VALUES (?,?,?,?,?)",
-        [(session_pk, n, "drop", int(forced), now_ms) for n in fresh],
-    )
+    pending_ops.queue(conn, session_pk, fresh, forced=forced, now_ms=now_ms)
     return ReduceResult(fresh, sorted(pending.intersection(numbers)))
 
 

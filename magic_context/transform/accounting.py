@@ -62,7 +62,7 @@ def reasoning_tokens(messages: list[m.Message], stripped: set[str], cache: dict[
 
 
 def served_tokens(messages: list[m.Message], msg_tokens: list[int], sites: list[Site], *,
-                  kept: list[m.Message] | None = None, stripped: set[str] = frozenset(),
+                  kept: list[m.Message] | None = None, stripped: set[str] | frozenset[str] = frozenset(),
                   reasoning: dict[str, int] | None = None) -> int:
     """Estimated tokens of the served messages (before head, system and prefixes).
 

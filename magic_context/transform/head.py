@@ -13,6 +13,7 @@ import sqlite3
 
 from magic_context import paths
 from magic_context.records import record
+from magic_context.store import compartments as compartment_store
 from magic_context.wire import model as m
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
@@ -57,11 +58,7 @@ def _docs(project_dir: str) -> str:
 
 
 def _compartments(conn: sqlite3.Connection, session_pk: int, after_sequence: int = -1) -> list[sqlite3.Row]:
-    return conn.execute(
-        "SELECT sequence, start_ordinal, end_ordinal, title, p1, p2, p3, p4, content, importance, episode_type, "
-        "legacy, start_time, end_time FROM compartments WHERE session_pk = ? AND sequence > ? ORDER BY sequence",
-        (session_pk, after_sequence),
-    ).fetchall()
+    return compartment_store.for_head(conn, session_pk, after_sequence)
 
 
 def _memories(conn: sqlite3.Connection, project_id: str, after_id: int = 0) -> list[dict]:

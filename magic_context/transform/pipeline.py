@@ -13,7 +13,10 @@ from magic_context.config.hot import HotConfig, duration_ms, load_hot
 from magic_context.errors import ContextEmergency, StorageBusy
 from magic_context.history import trigger as history_trigger
 from magic_context.records import Factory, record
+from magic_context.store import compartments as compartment_store
 from magic_context.store import db as store_db
+from magic_context.store import leases, passes, sessions
+from magic_context.store import pending as pending_ops
 from magic_context.store import raw as raw_store
 from magic_context.store import responses as response_store
 from magic_context.transform import (
@@ -36,6 +39,7 @@ TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transfo
 if TYPE_CHECKING:
     from typing import Any
 
+    from magic_context.protocols import Codec
     from magic_context.transform import heuristics
 
 MAX_REPORTS_PER_SESSION = 200
@@ -47,7 +51,7 @@ SKIM_FOLDED = True  # decode folded history without its blocks (a test turns it 
 class PassResult:
     document: Any
     report: dict[str, Any]
-    warnings: list[str] = Factory(list)
+    warnings: list[str] = Factory(factory=list)
     prompt_ordinal: int | None = None  # raw ordinal of the input's last message (a written pass only)
 
 
@@ -71,10 +75,9 @@ def _system_text(inp: PassInput, messages_json: list) -> tuple[str, list[str]]:
 
 
 def _session_row(conn: sqlite3.Connection, inp: PassInput) -> tuple[int, str]:
-    row = conn.execute("SELECT id, project_id FROM sessions WHERE harness = ? AND session_id = ?",
-                       (inp.harness, inp.session_id)).fetchone()
-    if row is not None and row[1]:
-        return int(row[0]), str(row[1])
+    found = sessions.lookup_session(conn, inp.harness, inp.session_id)
+    if found is not None and found[1]:
+        return found[0], str(found[1])
     project_id = project_identity.identity(inp.project_dir)
     pk = raw_store.ensure_session(conn, inp.harness, inp.session_id, project_id=project_id,
                                   project_dir=str(inp.project_dir), now_ms=inp.now_ms)
@@ -133,8 +136,7 @@ def _drain_pending(conn: sqlite3.Connection, pk: int, sites_by_number: dict[int,
     """Pending ctx_reduce drops that may land now; returns (drops, pending op numbers to delete)."""
     from magic_context.transform import heuristics
 
-    rows = conn.execute("SELECT tag_number, forced FROM pending_ops WHERE session_pk = ? AND operation = 'drop'",
-                        (pk,)).fetchall()
+    rows = pending_ops.queued_drops(conn, pk)
     out, done = [], []
     for number, forced in rows:
         site = sites_by_number.get(number)
@@ -165,25 +167,19 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
     compaction = bool(hot["compaction.enabled"])
     conn = store_db.open_db(cache_size_mb=hot["sqlite.cache_size_mb"], mmap_size_mb=hot["sqlite.mmap_size_mb"])
     try:
-        if not readonly:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise store_db.classify(exc) from exc
-        result = _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
-                            readonly=readonly, warnings=warnings, started=started)
-        if not readonly:
-            conn.execute("ROLLBACK" if inp.dry_run else "COMMIT")
-        return result
+        if readonly:
+            return _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
+                              readonly=True, warnings=warnings, started=started)
+        with store_db.atomic(conn, commit=not inp.dry_run):
+            return _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
+                              readonly=False, warnings=warnings, started=started)
     except sqlite3.OperationalError as exc:
         raise store_db.classify(exc) from exc
     finally:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
         conn.close()
 
 
-def _decode_and_sync(conn: sqlite3.Connection, inp: PassInput, codec: Any, pk: int, *, skim: int,
+def _decode_and_sync(conn: sqlite3.Connection, inp: PassInput, codec: Codec, pk: int, *, skim: int,
                      fold_through: int, readonly: bool) -> tuple[list[m.Message], raw_store.SyncResult]:
     """Decode the input (skimming the first `skim` messages, folded on the previous pass) and sync it.
 
@@ -212,12 +208,11 @@ def _skim_hint(messages: list[m.Message], fold_through: int) -> int:
     return hint
 
 
-def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, codec: Any, primary: bool,
+def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, codec: Codec, primary: bool,
                compaction: bool, readonly: bool, warnings: list[str], started: float) -> PassResult:
     pk, project_id = _session_row(conn, inp) if not readonly else _existing_session(conn, inp)
     state = SessionState.load(conn, pk)
-    counter_row = conn.execute("SELECT tag_counter FROM sessions WHERE id = ?", (pk,)).fetchone()
-    counter = int(counter_row[0]) if counter_row else 0
+    counter = sessions.tag_counter(conn, pk)
 
     # History the historian folded into compartments leaves the served array; the watermark is frozen
     # between busts (it only advances on a pass that busts anyway) so defer passes replay the same bytes.
@@ -306,7 +301,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     done_pending: list[int] = []
     stripped = set(state.get("stripped_reasoning") or [])
     if mutate and primary:
-        folded = conn.execute("SELECT max(end_ordinal) FROM compartments WHERE session_pk = ?", (pk,)).fetchone()[0]
+        folded = compartment_store.last_end(conn, pk)
         if folded is not None and folded > fold_through:
             fold_through = int(folded)
             messages, msg_tokens = _fold(messages, msg_tokens, fold_through)
@@ -433,8 +428,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     else:
         head_now = 0
     pass_kind = "fold" if hard else "execute" if bust else "defer"
-    pending_left = conn.execute("SELECT count(*) FROM pending_ops WHERE session_pk = ?", (pk,)).fetchone()[0] \
-        - len(done_pending)
+    pending_left = pending_ops.count(conn, pk) - len(done_pending)
     report = {
         "pass": pass_kind, "bust": bust,
         "reason": "; ".join(hard_reasons) if hard else (decision.reason if bust else "defer: " + decision.reason),
@@ -463,9 +457,8 @@ def _historian(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, pk: int
     """Evaluate the historian trigger; start it (inline or detached) when it fires. Returns the report word."""
     if not enabled:
         return "idle"
-    lease = conn.execute("SELECT expires_at FROM leases WHERE name = ?", (f"historian:{pk}",)).fetchone()
-    running = lease is not None and int(lease[0]) > inp.now_ms
-    last_end = conn.execute("SELECT max(end_ordinal) FROM compartments WHERE session_pk = ?", (pk,)).fetchone()[0]
+    running = leases.is_live(conn, leases.historian_lease(pk), inp.now_ms)
+    last_end = compartment_store.last_end(conn, pk)
     figures = history_trigger.tail_figures(messages, msg_tokens, last_end=last_end, context_limit=limit,
                                            threshold_percent=threshold, usage_tokens=usage_tokens)
     decision = history_trigger.evaluate(
@@ -500,11 +493,10 @@ def _fold(messages: list[m.Message], msg_tokens: list[int], through: int) -> tup
 
 
 def _existing_session(conn: sqlite3.Connection, inp: PassInput) -> tuple[int, str]:
-    row = conn.execute("SELECT id, project_id FROM sessions WHERE harness = ? AND session_id = ?",
-                       (inp.harness, inp.session_id)).fetchone()
-    if row is None:
+    found = sessions.lookup_session(conn, inp.harness, inp.session_id)
+    if found is None:
         raise StorageBusy("no stored state for this session yet")
-    return int(row[0]), str(row[1] or "")
+    return found[0], str(found[1] or "")
 
 
 def _persist(conn: sqlite3.Connection, inp: PassInput, pk: int, state: SessionState, *, new_tags: list[tag_store.Tag],
@@ -519,10 +511,8 @@ def _persist(conn: sqlite3.Connection, inp: PassInput, pk: int, state: SessionSt
     if new_drops:
         tag_store.save_drops(conn, pk, [d.site.tag for d in new_drops])
     if done_pending:
-        conn.executemany("DELETE FROM pending_ops WHERE session_pk = ? AND tag_number = ?",
-                         [(pk, n) for n in done_pending])
-    conn.execute("UPDATE sessions SET tag_counter = ?, updated_at = ?, model_key = ?, context_limit = ? WHERE id = ?",
-                 (counter, now, model_key, limit, pk))
+        pending_ops.clear(conn, pk, done_pending)
+    sessions.record_pass(conn, pk, tag_counter=counter, now_ms=now, model_key=model_key, context_limit=limit)
     if with_head and m0_text is not None:
         state.set("m0", m0_text)
         state.set("m1", m1_text)
@@ -541,19 +531,7 @@ def _persist(conn: sqlite3.Connection, inp: PassInput, pk: int, state: SessionSt
     for key, value in extra.items():
         state.set(key, value)
     state.save(conn, now)
-    import json
-
-    conn.execute(
-        "INSERT INTO pass_reports (session_pk, at, pass_kind, bust, reason, tokens_before, tokens_after, ms, "
-        "report_json) VALUES (?,?,?,?,?,?,?,?,?)",
-        (pk, now, report["pass"], int(report["bust"]), report["reason"], report["tokens_before"],
-         report["tokens_after"], report["ms"], json.dumps(report, ensure_ascii=False)),
-    )
-    conn.execute(
-        "DELETE FROM pass_reports WHERE session_pk = ? AND id <= "
-        "(SELECT id FROM pass_reports WHERE session_pk = ? ORDER BY id DESC LIMIT 1 OFFSET ?)",
-        (pk, pk, MAX_REPORTS_PER_SESSION),
-    )
+    passes.record_report(conn, pk, report, now_ms=now, keep=MAX_REPORTS_PER_SESSION)
 
 
 __all__ = ["PassResult", "run"]

@@ -21,6 +21,8 @@ TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transfo
 if TYPE_CHECKING:
     from typing import Any, Final
 
+    from magic_context.protocols import Codec
+
 try:
     import orjson
 
@@ -42,7 +44,7 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
 
     _DecodeError = ValueError
 
-CODECS: Final = {m.OPENCODE: opencode, m.PI: pi, m.ANTHROPIC: anthropic, m.OPENAI: openai,
+CODECS: Final[dict[str, Codec]] = {m.OPENCODE: opencode, m.PI: pi, m.ANTHROPIC: anthropic, m.OPENAI: openai,
                   m.OPENAI_RESPONSES: responses}
 
 
@@ -174,6 +176,7 @@ def _tool_names(value: Any) -> list[str] | None:
 
 def read_input(document: Any, options: dict[str, str | bool]) -> PassInput:
     """Classify the document's shape and collect the pass inputs; BadInput on anything malformed."""
+    messages: Any
     if isinstance(document, list):
         shape, doc, messages, messages_key = "array", None, document, "messages"
     elif isinstance(document, dict):

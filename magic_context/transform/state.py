@@ -5,8 +5,9 @@ Values are JSON. Everything a pass needs is read with one query and only changed
 
 from __future__ import annotations
 
-import json
 import sqlite3
+
+from magic_context.store import state as state_store
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
@@ -24,14 +25,7 @@ class SessionState:
 
     @classmethod
     def load(cls, conn: sqlite3.Connection, session_pk: int) -> SessionState:
-        rows = conn.execute("SELECT key, value FROM session_state WHERE session_pk = ?", (session_pk,)).fetchall()
-        values = {}
-        for key, value in rows:
-            try:
-                values[key] = json.loads(value) if value is not None else None
-            except (TypeError, ValueError):
-                values[key] = None  # a corrupt value behaves like a missing one
-        return cls(session_pk, values)
+        return cls(session_pk, state_store.load_state(conn, session_pk))
 
     def get(self, key: str, default: Any = None) -> Any:
         return self._values.get(key, default)
@@ -47,15 +41,9 @@ class SessionState:
 
     def save(self, conn: sqlite3.Connection, now_ms: int) -> int:
         """Write changed keys; returns how many rows were written."""
-        rows = [(self.session_pk, key, json.dumps(self._values[key], ensure_ascii=False, separators=(",", ":")),
-                 now_ms) for key in sorted(self._dirty)]
-        conn.executemany(
-            "INSERT INTO session_state (session_pk, key, value, updated_at) VALUES (?,?,?,?) "
-            "ON CONFLICT(session_pk, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-            rows,
-        )
+        written = state_store.write_state(conn, self.session_pk, {k: self._values[k] for k in self._dirty}, now_ms)
         self._dirty.clear()
-        return len(rows)
+        return written
 
 
 __all__ = ["SessionState"]

@@ -48,7 +48,7 @@ class Site:
     block: m.Block | None
     role: str
     call: tuple[int, m.Block] | None = None
-    results: list[tuple[int, m.Block]] = Factory(list)
+    results: list[tuple[int, m.Block]] = Factory(factory=list)
     pinned: bool = False
 
     @property

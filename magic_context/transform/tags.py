@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 
 from magic_context.records import record
+from magic_context.store import tags as tag_rows
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
@@ -55,17 +56,13 @@ class Tag:
         return self.status == DROPPED
 
 
-_COLUMNS = "tag_number, part_key, kind, message_id, status, drop_mode, byte_size, tokens, tool_name, input_tokens"
-
-
-def _tag(r: tuple) -> Tag:
+def _tag(r: tuple) -> Tag:  # a row in `store.tags.COLUMNS` order
     return Tag(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9])
 
 
 def load(conn: sqlite3.Connection, session_pk: int) -> dict[str, Tag]:
     """All tags of a session keyed by part key."""
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM tags WHERE session_pk = ?", (session_pk,)).fetchall()
-    return {r[1]: _tag(r) for r in rows}
+    return {r[1]: _tag(r) for r in tag_rows.load_rows(conn, session_pk)}
 
 
 class KnownTags:
@@ -86,12 +83,7 @@ class KnownTags:
     @classmethod
     def for_messages(cls, conn: sqlite3.Connection, session_pk: int, message_ids: list[str], *,
                      any_stored: bool) -> KnownTags:
-        import json
-
-        cursor = conn.execute(f"SELECT {_COLUMNS} FROM tags WHERE session_pk = ? AND message_id IN "
-                              "(SELECT value FROM json_each(?))", (session_pk, json.dumps(message_ids)))
-        cursor.row_factory = None
-        rows = cursor.fetchall()
+        rows = tag_rows.rows_for_messages(conn, session_pk, message_ids)
         return cls(conn, session_pk, {r[1]: _tag(r) for r in rows}, fetch=any_stored)
 
     def get(self, key: str) -> Tag | None:
@@ -99,8 +91,7 @@ class KnownTags:
             return self._tags[key]
         tag = None
         if self._fetch and key.startswith("tool:"):
-            row = self._conn.execute(f"SELECT {_COLUMNS} FROM tags WHERE session_pk = ? AND part_key = ?",
-                                     (self._session_pk, key)).fetchone()
+            row = tag_rows.row_by_part_key(self._conn, self._session_pk, key)
             tag = _tag(row) if row is not None else None
         self._tags[key] = tag
         return tag
@@ -114,27 +105,17 @@ class KnownTags:
 
 
 def insert_new(conn: sqlite3.Connection, session_pk: int, tags: list[Tag], now_ms: int) -> None:
-    conn.executemany(
-        "INSERT OR IGNORE INTO tags (session_pk, tag_number, part_key, kind, message_id, status, drop_mode, "
-        "byte_size, tokens, input_tokens, tool_name, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-        [(session_pk, t.number, t.part_key, t.kind, t.message_id, t.status, t.drop_mode, t.byte_size, t.tokens,
-          t.input_tokens, t.tool_name, now_ms) for t in tags],
-    )
+    tag_rows.insert_rows(conn, [(session_pk, t.number, t.part_key, t.kind, t.message_id, t.status, t.drop_mode,
+                                 t.byte_size, t.tokens, t.input_tokens, t.tool_name, now_ms) for t in tags])
 
 
 def save_drops(conn: sqlite3.Connection, session_pk: int, tags: list[Tag]) -> None:
-    conn.executemany(
-        "UPDATE tags SET status = ?, drop_mode = ? WHERE session_pk = ? AND tag_number = ?",
-        [(t.status, t.drop_mode, session_pk, t.number) for t in tags],
-    )
+    tag_rows.set_statuses(conn, session_pk, [(t.status, t.drop_mode, t.number) for t in tags])
 
 
 def save_source(conn: sqlite3.Connection, session_pk: int, items: list[tuple[int, str]]) -> None:
     """Store pristine (pre-tag) text once per tag, for ctx_expand and compression."""
-    conn.executemany(
-        "INSERT OR IGNORE INTO source_contents (session_pk, tag_number, content) VALUES (?,?,?)",
-        [(session_pk, number, text) for number, text in items],
-    )
+    tag_rows.save_sources(conn, session_pk, items)
 
 
 __all__ = [

@@ -71,13 +71,13 @@ def _decode_block(raw: Any, where: str, key: str, names: dict[str, str]) -> m.Bl
         return m.Block(m.TOOL_RESULT, text=text, original=text, tool_id=tool_id, tool_name=names.get(tool_id),
                        is_error=raw.get("is_error") is True, key=key, raw=raw)
     if kind == "thinking":  # carried verbatim: lenient about its fields, never edited
-        text = raw.get("thinking")
+        thinking = raw.get("thinking")
         meta = {"signature": raw["signature"]} if "signature" in raw else None
-        return m.Block(m.REASONING, text=text if isinstance(text, str) else "", meta=meta, key=key, raw=raw)
+        return m.Block(m.REASONING, text=thinking if isinstance(thinking, str) else "", meta=meta, key=key, raw=raw)
     if kind == "redacted_thinking":
         return m.Block(m.REASONING, meta={"redacted": raw.get("data")}, key=key, raw=raw)
     if kind in ("image", "document"):
-        source = raw.get("source") if isinstance(raw.get("source"), dict) else {}
+        source = m.obj(raw.get("source"))
         media_type = source.get("media_type")
         payload = {k: source[k] for k in ("data", "url") if source.get("type") in ("base64", "url")
                    and isinstance(source.get(k), str)}  # lets another format render the media
@@ -181,7 +181,7 @@ def _render_reasoning(meta: dict, text: str) -> dict | None:
     Reads this codec's meta and the signature keys other codecs keep: Pi `thinkingSignature`, OpenCode's
     AI SDK provider metadata `{"anthropic": {"signature" | "redactedData"}}`.
     """
-    nested = meta.get("anthropic") if isinstance(meta.get("anthropic"), dict) else {}
+    nested = m.obj(meta.get("anthropic"))
     redacted = meta.get("redacted") if isinstance(meta.get("redacted"), str) else nested.get("redactedData")
     if isinstance(redacted, str):
         return {"type": "redacted_thinking", "data": redacted}

@@ -79,7 +79,7 @@ class _Draft:
     tool_id: str | None
     call: Position | None
     name: str | None
-    results: list[Position] = Factory(list)
+    results: list[Position] = Factory(factory=list)
 
 
 def find_arcs(messages: list[Message]) -> list[Arc]:
@@ -149,11 +149,12 @@ def remove_arcs(messages: list[Message], targets: Iterable[Arc | str], *,
     with that id. A touched message is removed when nothing but reasoning or blank text remains,
     except a user message holding text, which always stays. Raises ValueError for a stale Arc.
     """
-    wanted = list(targets)
-    if any(isinstance(t, str) for t in wanted):
-        ids = {t for t in wanted if isinstance(t, str)}
+    given = list(targets)
+    wanted = [t for t in given if isinstance(t, Arc)]
+    ids = {t for t in given if isinstance(t, str)}
+    if ids:
         all_arcs = arcs if arcs is not None else find_arcs(messages)
-        wanted = [t for t in wanted if isinstance(t, Arc)] + [a for a in all_arcs if a.tool_id in ids]
+        wanted += [a for a in all_arcs if a.tool_id in ids]
     doomed: dict[int, set[int]] = {}
     chosen: list[Arc] = []
     seen: set[Arc] = set()

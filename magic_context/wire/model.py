@@ -128,7 +128,7 @@ class Message:
 
     id: str
     role: str
-    blocks: list[Block] = Factory(list)
+    blocks: list[Block] = Factory(factory=list)
     ordinal: int = 0
     created_at: int | None = None
     completed_at: int | None = None
@@ -165,6 +165,11 @@ class Conversation:
 
 
 
+def obj(value: Any) -> dict[str, Any]:
+    """`value` itself when it is a JSON object, else an empty one (lenient reads of optional fields)."""
+    return value if isinstance(value, dict) else {}
+
+
 def json_kind(value: Any) -> str:
     """JSON type name of a value, for error messages ("null", "boolean", "number", "string", …)."""
     if value is None:
@@ -173,7 +178,8 @@ def json_kind(value: Any) -> str:
         return "boolean"
     if isinstance(value, int | float):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def joined_text(content: Any, where: str, bad: Any) -> str:
@@ -277,6 +283,7 @@ __all__ = [
     "Usage",
     "joined_text",
     "json_kind",
+    "obj",
     "set_system_texts",
     "set_text",
 ]

@@ -29,7 +29,7 @@ except ImportError:  # pragma: no cover - exercised only without orjson
     def _reject(token: str) -> Any:
         raise ValueError(token)
 
-    def _loads(text: str | bytes) -> Any:
+    def _loads(text: str | bytes) -> Any:  # type: ignore[misc]  # orjson's signature is narrower
         return json.loads(text, parse_constant=_reject)
 
 
@@ -323,8 +323,9 @@ def _encode_assistant_fields(blocks: list[m.Block], raw: dict) -> None:
         if key not in kept and raw.get(name) is not None:
             del raw[name]
     for b in blocks:
-        if b.kind == m.REASONING and b.raw is None and (b.meta or {}).get("field") in _REASONING:
-            raw[b.meta["field"]] = b.meta.get("value", b.text)
+        meta = b.meta or {}
+        if b.kind == m.REASONING and b.raw is None and meta.get("field") in _REASONING:
+            raw[meta["field"]] = meta.get("value", b.text)
     calls = [_encode_call(b) if isinstance(b.raw, dict) else _render_call(b) for b in blocks if b.kind == m.TOOL_CALL]
     if calls:
         raw["tool_calls"] = calls
@@ -398,7 +399,8 @@ def tool_names(tools: Any) -> list[str]:
     for tool in tools:
         if not isinstance(tool, dict):
             continue
-        spec = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        function = tool.get("function")
+        spec = function if isinstance(function, dict) else tool
         if isinstance(spec.get("name"), str):
             names.append(spec["name"])
     return names

@@ -71,7 +71,7 @@ def _skim_message(index: int, item: Any) -> m.Message | None:
             or info.get("role") not in ("user", "assistant") or info.get("summary") is True \
             or any(isinstance(part, dict) and part.get("type") == "compaction" for part in parts):
         return None  # anything unusual gets the full decode (and its checks)
-    time = info.get("time") if isinstance(info.get("time"), dict) else {}
+    time = m.obj(info.get("time"))
     return m.Message(info["id"], m.USER if info["role"] == "user" else m.ASSISTANT, ordinal=index,
                      created_at=_int_or_none(time.get("created")), completed_at=_int_or_none(time.get("completed")),
                      raw=item)
@@ -104,7 +104,7 @@ def _decode_message(index: int, item: Any) -> m.Message:
         request = request or ptype == "compaction"
         _decode_part(index, p, part, ptype, blocks)
 
-    time = info.get("time") if isinstance(info.get("time"), dict) else {}
+    time = m.obj(info.get("time"))
     compaction = None
     if role == "user" and request:
         compaction = m.COMPACTION_REQUEST
@@ -130,7 +130,7 @@ def _decode_message(index: int, item: Any) -> m.Message:
 def _usage(tokens: Any) -> m.Usage | None:
     if not isinstance(tokens, dict):
         return None
-    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    cache = m.obj(tokens.get("cache"))
     return m.Usage(
         input_tokens=_int_or_none(tokens.get("input")) or 0,
         output_tokens=_int_or_none(tokens.get("output")) or 0,

@@ -78,7 +78,7 @@ def decode(messages: list, *, skim: int = 0) -> list[m.Message]:
     ids = IdDeriver()
     out = []
     for i, item in enumerate(messages):
-        role = _SKIM_ROLES.get(item.get("role")) if i < skim and isinstance(item, dict) else None
+        role = _SKIM_ROLES.get(str(item.get("role"))) if i < skim and isinstance(item, dict) else None
         if role is None:
             out.append(_decode_message(i, item, ids))
         else:
@@ -157,8 +157,8 @@ def _decode_block(index: int, k: int, block: Any) -> m.Block:
         return m.Block(m.TEXT, text=text, original=text, key=key, raw=block)
     if btype == "thinking":
         text = block.get("thinking")
-        meta = {name: block[name] for name in ("thinkingSignature", "redacted") if name in block}
-        return m.Block(m.REASONING, text=text if isinstance(text, str) else "", meta=meta or None, key=key, raw=block)
+        found = {name: block[name] for name in ("thinkingSignature", "redacted") if name in block}
+        return m.Block(m.REASONING, text=text if isinstance(text, str) else "", meta=found or None, key=key, raw=block)
     if btype == "toolCall":
         call_id, name = block.get("id"), block.get("name")
         if not isinstance(call_id, str):
@@ -269,7 +269,7 @@ def _encode_tool_result(msg: m.Message, raw: dict[str, Any]) -> None:
             raw["content"] = ([{"type": "text", "text": result.text}] if result is not None else []) + fresh
         return
     kept = {id(b.raw) for b in msg.blocks if isinstance(b.raw, dict)}
-    new = [part for part in content if (result is not None if _is_text(part) else id(part) in kept)]
+    new = [part for part in content or () if (result is not None if _is_text(part) else id(part) in kept)]
     if result is not None and result.changed:
         _write_joined(new, result.text)
     raw["content"] = new + fresh
@@ -301,7 +301,7 @@ def _render_block(b: m.Block) -> list[dict[str, Any]]:
     if b.kind == m.REASONING:
         block: dict[str, Any] = {"type": "thinking", "thinking": b.text}
         meta = b.meta or {}
-        nested = meta.get("anthropic") if isinstance(meta.get("anthropic"), dict) else {}
+        nested = m.obj(meta.get("anthropic"))
         for signature in (meta.get("thinkingSignature"), meta.get("signature"), nested.get("signature")):
             if isinstance(signature, str):
                 block["thinkingSignature"] = signature

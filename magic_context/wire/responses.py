@@ -100,7 +100,7 @@ def _role(raw: Any) -> tuple[str, str | None] | None:
         return None
     kind = _type(raw)
     if kind == "message":
-        role = _ROLES.get(raw.get("role")) if isinstance(raw.get("role"), str) else None
+        role = _ROLES.get(name) if isinstance(name := raw.get("role"), str) else None
         return (role, None) if role is not None else None
     if not kind:
         return None
@@ -136,7 +136,7 @@ def _media(part: dict, kind: str, key: str) -> m.Block:
         media_type = data_url_type(part.get("file_data"))
         meta = {k: part[k] for k in ("filename", "file_url") if isinstance(part.get(k), str)}
     else:
-        audio = part.get("input_audio") if isinstance(part.get("input_audio"), dict) else {}
+        audio = m.obj(part.get("input_audio"))
         media_type = f"audio/{audio['format']}" if isinstance(audio.get("format"), str) else None
     return m.Block(m.MEDIA, media_type=media_type, meta=meta or None, key=key, raw=part)
 
@@ -410,11 +410,14 @@ def _render_reply(blocks: list[m.Block]) -> list[dict]:
             if parts is None:
                 parts = []
                 out.append({"type": "message", "role": "assistant", "content": parts})
-            parts.append(part)
+            if part is not None:  # always, for text and media
+                parts.append(part)
             continue
         parts = None
-        if block.kind == m.REASONING and (item := _render_reasoning(block)) is not None:
-            out.append(item)
+        if block.kind == m.REASONING:
+            item = _render_reasoning(block)
+            if item is not None:
+                out.append(item)
         elif block.kind == m.TOOL_CALL:
             out.append(_render_call(block))
     return out

@@ -8,12 +8,12 @@ so a long session costs one copy of each message plus one pointer per message pe
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
 from magic_context.errors import BadInput
+from magic_context.records import Factory, record
 
 try:  # orjson is optional; json parses the same documents, slower.
     import orjson
@@ -22,7 +22,7 @@ try:  # orjson is optional; json parses the same documents, slower.
 except ImportError:  # pragma: no cover - exercised only without orjson
     import json
 
-    _loads = json.loads
+    _loads = json.loads  # type: ignore[assignment]  # same documents; orjson's signature is narrower
 
 # Format names (what `load_session(format=...)` and `mc replay --format` accept).
 PI_SESSION: Final = "pi"
@@ -32,7 +32,7 @@ OPENCODE_EXPORT: Final = "opencode-export"
 FORMATS: Final = (PI_SESSION, CLAUDE_CODE, MINI_SWE, OPENCODE_EXPORT)
 
 
-@dataclass(slots=True)
+@record
 class RecordedCall:
     """One LLM call as the harness made it.
 
@@ -54,7 +54,7 @@ class RecordedCall:
     meta: dict[str, Any] | None = None
 
 
-@dataclass(slots=True)
+@record
 class RecordedSession:
     """A recorded session: the calls in order plus the final history on the current branch.
 
@@ -71,7 +71,7 @@ class RecordedSession:
     system: str | None
     calls: list[RecordedCall]
     messages: list[Any]
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = Factory(factory=dict)
 
 
 def bad(path: Path, line: int | None, problem: str, fix: str | None = None) -> BadInput:

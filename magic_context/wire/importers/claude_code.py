@@ -26,10 +26,10 @@ lines outside the chain (summary, queue-operation, last-prompt, mode, file-histo
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from magic_context.records import Factory, record
 from magic_context.wire import model
 from magic_context.wire.importers.base import (
     CLAUDE_CODE,
@@ -43,7 +43,7 @@ from magic_context.wire.importers.base import (
 )
 
 
-@dataclass(slots=True)
+@record
 class _Node:
     line: int
     entry: dict[str, Any]
@@ -51,7 +51,7 @@ class _Node:
     parent: str | None
 
 
-@dataclass(slots=True)
+@record
 class _Out:
     """One merged message being built, plus what is needed to describe its call."""
 
@@ -59,7 +59,7 @@ class _Out:
     msg_id: str | None = None
     results_only: bool = False  # a user message holding only tool_result blocks
     compact_summary: bool = False
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    entries: list[dict[str, Any]] = Factory(factory=list)
 
 
 def load_claude_code(path: str | Path, data: bytes | None = None, *,

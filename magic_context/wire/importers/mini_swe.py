@@ -47,7 +47,7 @@ def load_mini_swe(path: str | Path, doc: Any = None, *, strip_extra: bool = True
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise bad(path, None, f'messages[{index}] is not a chat message (an object with a "role")')
         role = message["role"]
-        extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
+        extra = model.obj(message.get("extra"))
         if role == "exit":
             exit_info = {"status": extra.get("exit_status"), "submission": extra.get("submission")}
             continue
@@ -55,7 +55,7 @@ def load_mini_swe(path: str | Path, doc: Any = None, *, strip_extra: bool = True
         if role == "system" and system is None and isinstance(message.get("content"), str):
             system = message["content"]
         if role == "assistant":
-            response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
+            response = model.obj(extra.get("response"))
             calls.append(RecordedCall(
                 messages=list(sent),
                 response=native,
@@ -67,8 +67,8 @@ def load_mini_swe(path: str | Path, doc: Any = None, *, strip_extra: bool = True
             calls.append(RecordedCall(messages=list(sent), timestamp_ms=_seconds_ms(extra.get("timestamp"))))
         sent.append(native)
 
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-    stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    info = model.obj(doc.get("info"))
+    stats = model.obj(info.get("model_stats"))
     meta: dict[str, Any] = {
         "trajectory_format": doc.get("trajectory_format"),
         "instance_id": doc.get("instance_id"),

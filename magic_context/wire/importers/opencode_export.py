@@ -43,7 +43,7 @@ def load_opencode_export(path: str | Path, doc: Any = None) -> RecordedSession:
         info = item["info"]
         if info["role"] != "assistant":
             continue
-        time = info.get("time") if isinstance(info.get("time"), dict) else {}
+        time = model.obj(info.get("time"))
         created = time.get("created")
         calls.append(RecordedCall(
             messages=filter_compacted(messages[:index]),
@@ -52,7 +52,7 @@ def load_opencode_export(path: str | Path, doc: Any = None) -> RecordedSession:
             model=info.get("modelID") if isinstance(info.get("modelID"), str) else None,
             timestamp_ms=created if isinstance(created, int) and not isinstance(created, bool) else None,
         ))
-    session = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    session = model.obj(doc.get("info"))
     meta = {
         "session": session,
         "session_id": session.get("id"),
@@ -109,7 +109,7 @@ def _usage(tokens: Any) -> dict[str, int] | None:
     """OpenCode counts reasoning apart from output; providers bill it as output, so it is added back."""
     if not isinstance(tokens, dict):
         return None
-    cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+    cache = model.obj(tokens.get("cache"))
     output = as_int(tokens.get("output")) + as_int(tokens.get("reasoning"))
     return make_usage(tokens.get("input"), output, cache.get("read"), cache.get("write"))
 
