@@ -51,7 +51,7 @@ def index_session(conn: sqlite3.Connection, session_pk: int, *, now_ms: int | No
 
 
 def _index_session(conn: sqlite3.Connection, session_pk: int, now_ms: int | None) -> int:
-    from magic_context.history.publish import transaction
+    from magic_context.store.db import atomic as transaction
     from magic_context.history.runner import _decode
     from magic_context.store import raw
 
@@ -135,7 +135,7 @@ def embed_messages(conn: sqlite3.Connection, session_pk: int, embedder: Any, *, 
     first checks with two indexed reads whether the vectors end before the last indexed message, and does
     nothing when they do not: edits inside embedded blocks are picked up by the next publish.
     """
-    from magic_context.history.publish import transaction
+    from magic_context.store.db import atomic as transaction
     from magic_context.search.embed import text_hash
 
     now = now_ms or _now()
@@ -170,7 +170,7 @@ def embed_messages(conn: sqlite3.Connection, session_pk: int, embedder: Any, *, 
 def _embed_missing(conn: sqlite3.Connection, embedder: Any, kind: str, scope: str, *,
                    items: list[tuple[str, str, int | None, int | None]], now_ms: int) -> int:
     """Embed (ref, text, start, end) items whose text hash has no vector yet under the embedder's model."""
-    from magic_context.history.publish import transaction
+    from magic_context.store.db import atomic as transaction
     from magic_context.search.embed import pack, text_hash
 
     have = search_index.vector_hashes(conn, kind, scope, embedder.model_id)
