@@ -233,8 +233,8 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
 def _bump(conn: sqlite3.Connection, ids: list[int], now_ms: int) -> None:
     if not ids:
         return
-    from magic_context.store.db import atomic as transaction
     from magic_context.store import search_index as idx
+    from magic_context.store.db import atomic as transaction
 
     try:
         with transaction(conn):

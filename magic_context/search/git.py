@@ -72,8 +72,8 @@ def read_log(project_dir: str, since_ms: int, max_count: int) -> list[tuple[str,
 def refresh(conn: sqlite3.Connection, project_id: str, project_dir: str, settings: Any, *, now_ms: int | None = None,
             force: bool = False) -> RefreshResult:
     """Bring the project's commit index up to date (see the module docstring)."""
-    from magic_context.store.db import atomic as transaction
     from magic_context.store import search_index as idx
+    from magic_context.store.db import atomic as transaction
 
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     state = json.loads(idx.get_state(conn, _key(project_id)) or "{}")

@@ -51,9 +51,9 @@ def index_session(conn: sqlite3.Connection, session_pk: int, *, now_ms: int | No
 
 
 def _index_session(conn: sqlite3.Connection, session_pk: int, now_ms: int | None) -> int:
-    from magic_context.store.db import atomic as transaction
     from magic_context.history.runner import _decode
     from magic_context.store import raw
+    from magic_context.store.db import atomic as transaction
 
     through = cutoff(conn, session_pk)
     key = f"indexed:{session_pk}"
@@ -135,8 +135,8 @@ def embed_messages(conn: sqlite3.Connection, session_pk: int, embedder: Any, *, 
     first checks with two indexed reads whether the vectors end before the last indexed message, and does
     nothing when they do not: edits inside embedded blocks are picked up by the next publish.
     """
-    from magic_context.store.db import atomic as transaction
     from magic_context.search.embed import text_hash
+    from magic_context.store.db import atomic as transaction
 
     now = now_ms or _now()
     scope = str(session_pk)
@@ -170,8 +170,8 @@ def embed_messages(conn: sqlite3.Connection, session_pk: int, embedder: Any, *, 
 def _embed_missing(conn: sqlite3.Connection, embedder: Any, kind: str, scope: str, *,
                    items: list[tuple[str, str, int | None, int | None]], now_ms: int) -> int:
     """Embed (ref, text, start, end) items whose text hash has no vector yet under the embedder's model."""
-    from magic_context.store.db import atomic as transaction
     from magic_context.search.embed import pack, text_hash
+    from magic_context.store.db import atomic as transaction
 
     have = search_index.vector_hashes(conn, kind, scope, embedder.model_id)
     todo = [(ref, body, s, e, text_hash(body)) for ref, body, s, e in items if body.strip()]
