@@ -274,3 +274,17 @@ def test_a_busy_database_still_searches_what_is_indexed(conn) -> None:
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
+
+
+def test_result_text_is_capped_at_4096_tokens() -> None:
+    from magic_context.tokens import estimate
+
+    hits = [lanes.Hit("compartment", i, 1.0, "fts", "word " * 400, 1, i, i + 6, title="title " * 300)
+            for i in range(50)]  # a title is capped at 1024 bytes, a preview at 220 characters
+    text = fmt.render(engine.SearchResult("word", hits), NOW, 1)
+    assert estimate(text) <= fmt.MAX_TOKENS
+    kept = text.count("] [message]")
+    assert 0 < kept < 50
+    assert text.endswith(f"({50 - kept} result(s) omitted to fit the output budget — refine the query or lower the "
+                         "limit)")
+    assert fmt.EXPAND_HINT in text
