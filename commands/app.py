@@ -18,7 +18,9 @@ def build_app() -> typer.Typer:
     from commands import (
         doctor,
         expand,
+        memory,
         migrate,
+        note,
         proxy,
         reduce,
         replay,
@@ -46,7 +48,8 @@ def build_app() -> typer.Typer:
     ) -> None:
         """Keep an AI coding agent's long session inside its context window without breaking the prompt cache."""
 
-    for module in (transform, status, reduce, wrapup, search, expand, replay, migrate, doctor, setup, proxy):
+    for module in (transform, status, reduce, memory, note, wrapup, search, expand, replay, migrate, doctor, setup,
+                   proxy):
         module.register(app)
     return app
 

@@ -98,8 +98,10 @@ def test_visible_memories_are_hidden_and_expired_or_archived_are_not_found(conn)
     hidden_ok = add_memory(conn, "The zebra importer runs nightly")
     add_memory(conn, "zebra expired fact", expires_at=NOW - 1)
     archived = add_memory(conn, "zebra archived fact", status="archived")
-    conn.execute("INSERT INTO session_state (session_pk, key, value, updated_at) VALUES (?, 'memory_block_ids', ?, ?)",
-                 (pk, json.dumps([shown]), NOW))
+    from magic_context.store.memories import VISIBLE_STATE_KEY
+
+    conn.execute("INSERT INTO session_state (session_pk, key, value, updated_at) VALUES (?, ?, ?, ?)",
+                 (pk, VISIBLE_STATE_KEY, json.dumps([shown]), NOW))
     ids = {h.id for h in run(conn, "zebra", pk, sources=["memory"]).hits}
     assert ids == {hidden_ok}
     # the id shortcut reads any status, in the typed order, but still hides what the head shows

@@ -8,7 +8,6 @@ query FTS5 cannot parse: such a query simply finds nothing.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from typing import Any, Final
@@ -78,29 +77,10 @@ def parse_sources(sources: list[str] | None) -> list[str]:
 
 
 def visible_memory_ids(conn: sqlite3.Connection, session_pk: int) -> set[int]:
-    """Memory ids the session's head shows (they are already in context, so search hides them).
+    """Memory ids the session's head shows (m[0]/m[1]): already in context, so search hides them."""
+    from magic_context.store.memories import visible_ids
 
-    Seam until the memory work lands: `magic_context.store.memories.visible_ids(conn, session_pk)` when it
-    exists, else the JSON list in `session_state` key `visible_memory_ids` (or `memory_block_ids`), else none.
-    """
-    import importlib
-
-    try:  # looked up by name: the memory work's module may not be merged yet
-        visible = getattr(importlib.import_module("magic_context.store.memories"), "visible_ids", None)
-        if visible is not None:
-            return {int(i) for i in visible(conn, session_pk)}
-    except ImportError:
-        pass
-    from magic_context.store import search_index as idx
-
-    raw = idx.state_value(conn, session_pk, ("visible_memory_ids", "memory_block_ids"))
-    if raw is None:
-        return set()
-    try:
-        value = json.loads(raw)
-    except (TypeError, ValueError):
-        return set()
-    return {int(i) for i in value} if isinstance(value, list) else set()
+    return set(visible_ids(conn, session_pk))
 
 
 def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: list[str], *,

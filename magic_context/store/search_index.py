@@ -164,16 +164,9 @@ def memories(conn: sqlite3.Connection, project_id: str, now_ms: int, ids: Sequen
 
 
 def bump_retrievals(conn: sqlite3.Connection, ids: Sequence[int], now_ms: int) -> None:
-    """Count a search's returned memories: `store.memories.record_retrieval` (retrieval_count and
-    last_retrieved_at) when the memory work provides it, else retrieval_count alone."""
-    import importlib
+    """Count a search's returned memories (retrieval_count, last_retrieved_at), as `store.memories` does."""
+    from magic_context.store.memories import record_retrieval
 
-    try:  # looked up by name: the memory work's module may not be merged yet
-        record_retrieval = importlib.import_module("magic_context.store.memories").record_retrieval
-    except (ImportError, AttributeError):
-        for memory_id in ids:
-            conn.execute("UPDATE memories SET retrieval_count = retrieval_count + 1 WHERE id = ?", (memory_id,))
-        return
     record_retrieval(conn, ids, now_ms)
 
 
@@ -272,15 +265,6 @@ def project_sessions(conn: sqlite3.Connection, project_id: str) -> list[sqlite3.
                  (project_id,))
 
 
-def state_value(conn: sqlite3.Connection, session_pk: int, keys: Sequence[str]) -> str | None:
-    """The first of `keys` set in the session's `session_state` (in the given order), or None."""
-    for key in keys:
-        value = _one(conn, "SELECT value FROM session_state WHERE session_pk = ? AND key = ?", (session_pk, key))
-        if value is not None:
-            return str(value)
-    return None
-
-
 def indexed_count(conn: sqlite3.Connection, session_pk: int) -> int:
     return int(_one(conn, "SELECT count(*) FROM message_text WHERE session_pk = ?", (session_pk,)))
 
@@ -339,6 +323,6 @@ __all__ = [
     "like_commits", "live_ordinal", "match_commits", "match_compartments", "match_memories", "match_messages",
     "memories", "message_count", "message_rows", "message_rows_at", "message_texts", "newest_commit_at",
     "notes", "project_sessions", "put_vector", "raw_marker", "session_field", "session_ids", "set_state",
-    "state_value", "tag_message_id", "term_count", "upsert_commit", "upsert_messages", "vector_hashes",
+    "tag_message_id", "term_count", "upsert_commit", "upsert_messages", "vector_hashes",
     "vectors", "vectors_end",
 ]
