@@ -86,6 +86,15 @@ def _render(data: dict) -> None:
         if historian.get("last_failure"):
             line += f" (last failure: {historian['last_failure']})"
         out.print(line)
+        search = data.get("search") or {}
+        if search:
+            vectors = sum((search.get("vectors") or {}).values())
+            line = (f"search   {search.get('indexed_messages', 0)} messages indexed (through ordinal "
+                    f"{search.get('searchable_through')}), {vectors} vector rows")
+            failure = search.get("last_embedding_failure")
+            if failure:
+                line += f" — embeddings failing, FTS only: {failure.get('message')}"
+            out.print(line, soft_wrap=True)
         cache = data["cache"]
         out.print(f"cache    ~{cache['read_share']:.0%} of input tokens read from cache over the recorded passes")
         if data["passes"]:

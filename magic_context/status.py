@@ -83,10 +83,18 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
         "notes": notes,
         "historian": {"state": state.get("historian", "idle"),
                       "last_failure": state.get("historian_failure")},
+        "search": _search(conn, session_pk),
         "passes": reports[-RECENT_PASSES:],
         "cache": cache_split(reports),
         "paths": paths.all_paths(),
     }
+
+
+def _search(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
+    """Search index and embedding state (issue #12): indexed messages, vectors, the last embedding failure."""
+    from magic_context.search.indexer import describe
+
+    return describe(conn, session_pk)
 
 
 def status(conn: sqlite3.Connection, *, session_id: str | None = None, harness: str | None = None,

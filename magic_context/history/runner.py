@@ -72,6 +72,7 @@ class RunResult:
     provider: str | None = None
     attempts: list[Attempt] = Factory(factory=list)
     failure: dict[str, Any] | None = None
+    search: dict[str, Any] | None = None  # what the search indexer did after the publish
 
     @property
     def has_more(self) -> bool:
@@ -395,6 +396,9 @@ def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, confi
     except publish.StalePublish as exc:
         result.status, result.reason = STALE, exc.one_line()
         return result
+    from magic_context.search.indexer import after_publish  # lazy: only a publishing run pays for it
+
+    result.search = after_publish(conn, session_pk, config)
     failure = _degraded(chain, winner.provider, now, _failure(attempts, now, winner.provider))
     _state(conn, session_pk, FAILURE_KEY, failure, now)
     result.status, result.failure = PUBLISHED, failure

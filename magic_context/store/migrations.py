@@ -243,6 +243,114 @@ CREATE INDEX IF NOT EXISTS notes_by_project ON notes (project_id, status, id)
     )
 
 
+def _run_script(db: Database, script: str) -> None:
+    """Like `_run`, for scripts with triggers (their bodies hold `;`): split on complete statements."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            db.execute(buffer.strip().rstrip(";"))
+            buffer = ""
+    if buffer.strip():
+        db.execute(buffer.strip())
+
+
+@migrations()
+def m004_search_index(db: Database) -> None:
+    """Unified search (issue #12 §3): folded message text, compartments, git commits and vectors, FTS5 indexed.
+
+    `message_text` holds one searchable text per live raw message (written by `search.indexer` after a
+    publish, never on the transform's path); `compartments` and `git_commits` get external-content FTS
+    tables kept in sync by triggers; `embeddings` stores float32 vectors keyed by (kind, ref, model_id);
+    `search_state` keeps small JSON values (the last embedding failure, git refresh times).
+    """
+    _run_script(
+        db,
+        """
+CREATE TABLE IF NOT EXISTS message_text (
+    id INTEGER PRIMARY KEY,
+    session_pk INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    at_ms INTEGER,
+    text TEXT NOT NULL,
+    UNIQUE (session_pk, ordinal)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS message_fts USING fts5(
+    text, content='message_text', content_rowid='id', tokenize='porter unicode61');
+CREATE TRIGGER IF NOT EXISTS message_text_ai AFTER INSERT ON message_text BEGIN
+    INSERT INTO message_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS message_text_ad AFTER DELETE ON message_text BEGIN
+    INSERT INTO message_fts(message_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TRIGGER IF NOT EXISTS message_text_au AFTER UPDATE OF text ON message_text BEGIN
+    INSERT INTO message_fts(message_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    INSERT INTO message_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE VIRTUAL TABLE IF NOT EXISTS compartment_fts USING fts5(
+    title, content, content='compartments', content_rowid='id', tokenize='porter unicode61');
+CREATE TRIGGER IF NOT EXISTS compartments_fts_ai AFTER INSERT ON compartments BEGIN
+    INSERT INTO compartment_fts(rowid, title, content) VALUES (new.id, new.title, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS compartments_fts_ad AFTER DELETE ON compartments BEGIN
+    INSERT INTO compartment_fts(compartment_fts, rowid, title, content)
+        VALUES ('delete', old.id, old.title, old.content);
+END;
+CREATE TRIGGER IF NOT EXISTS compartments_fts_au AFTER UPDATE OF title, content ON compartments BEGIN
+    INSERT INTO compartment_fts(compartment_fts, rowid, title, content)
+        VALUES ('delete', old.id, old.title, old.content);
+    INSERT INTO compartment_fts(rowid, title, content) VALUES (new.id, new.title, new.content);
+END;
+INSERT INTO compartment_fts(compartment_fts) VALUES ('rebuild');
+CREATE TABLE IF NOT EXISTS git_commits (
+    id INTEGER PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    sha TEXT NOT NULL,
+    message TEXT NOT NULL,
+    author TEXT,
+    committed_at INTEGER NOT NULL,
+    indexed_at INTEGER NOT NULL,
+    UNIQUE (project_id, sha)
+);
+CREATE INDEX IF NOT EXISTS git_commits_by_time ON git_commits (project_id, committed_at);
+CREATE VIRTUAL TABLE IF NOT EXISTS git_commit_fts USING fts5(
+    message, content='git_commits', content_rowid='id', tokenize='porter unicode61');
+CREATE TRIGGER IF NOT EXISTS git_commits_ai AFTER INSERT ON git_commits BEGIN
+    INSERT INTO git_commit_fts(rowid, message) VALUES (new.id, new.message);
+END;
+CREATE TRIGGER IF NOT EXISTS git_commits_ad AFTER DELETE ON git_commits BEGIN
+    INSERT INTO git_commit_fts(git_commit_fts, rowid, message) VALUES ('delete', old.id, old.message);
+END;
+CREATE TRIGGER IF NOT EXISTS git_commits_au AFTER UPDATE OF message ON git_commits BEGIN
+    INSERT INTO git_commit_fts(git_commit_fts, rowid, message) VALUES ('delete', old.id, old.message);
+    INSERT INTO git_commit_fts(rowid, message) VALUES (new.id, new.message);
+END;
+CREATE TABLE IF NOT EXISTS embeddings (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    model_id TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    start_ordinal INTEGER,
+    end_ordinal INTEGER,
+    text_hash TEXT NOT NULL,
+    dims INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (kind, ref, model_id)
+);
+CREATE INDEX IF NOT EXISTS embeddings_by_scope ON embeddings (kind, scope, model_id, end_ordinal);
+CREATE TABLE IF NOT EXISTS search_state (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+) WITHOUT ROWID
+""",
+    )
+
+
 @record(frozen=True)
 class MigrationStatus:
     """What `mc migrate` reports: names already applied and names still pending."""
