@@ -88,3 +88,23 @@ def test_parse_ttl_and_unknown_pricing() -> None:
     with pytest.raises(BadInput):
         cost.pricing("gemini")
     assert cost.common_prefix([A, B, C], [A, B]) == 2500
+
+
+@pytest.mark.parametrize(("text", "ms"), [("250ms", 250), ("1.5s", 1500), (" 5M ", 300_000), ("2h", 7_200_000),
+                                          ("0.5m", 30_000), ("90", 90_000), ("1.5", 1500), ("300s", 300_000)])
+def test_parse_ttl_units_and_decimals(text: str, ms: int) -> None:
+    assert cost.parse_ttl(text) == ms
+
+
+@pytest.mark.parametrize("text", ["1.2.3s", "1..5", "ms", "5 minutes", "-1s", "1.5.m"])
+def test_parse_ttl_refuses_what_it_cannot_read(text: str) -> None:
+    with pytest.raises(BadInput, match="cannot read the TTL"):
+        cost.parse_ttl(text)
+
+
+def test_unknown_pricing_names_the_choices() -> None:
+    with pytest.raises(BadInput) as caught:
+        cost.pricing("cheap")
+    assert str(caught.value) == "unknown pricing 'cheap'"
+    assert caught.value.fix == "use one of " + ", ".join(cost.PRICING)
+    assert ", " in caught.value.fix and len(cost.PRICING) >= 2
