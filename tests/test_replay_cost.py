@@ -108,3 +108,19 @@ def test_unknown_pricing_names_the_choices() -> None:
     assert str(caught.value) == "unknown pricing 'cheap'"
     assert caught.value.fix == "use one of " + ", ".join(cost.PRICING)
     assert ", " in caught.value.fix and len(cost.PRICING) >= 2
+
+
+def test_cache_boundaries_by_hand() -> None:
+    """A prefix of exactly the minimum cacheable length is read; OpenAI reads in 128-token steps; cold is 0."""
+    sonnet = cost.Ledger(cost.pricing("anthropic-sonnet"), cost.parse_ttl("5m"))
+    first = sonnet.add([("a", 1024), ("b", 10)], 0)
+    assert (first.prefix, first.read, first.write, first.uncached, first.warm) == (0, 0, 1034, 0, False)
+    second = sonnet.add([("a", 1024), ("x", 50)], MINUTE)
+    assert (second.prefix, second.read, second.write, second.bust) == (1024, 1024, 50, True)
+    small = cost.Ledger(cost.pricing("anthropic-sonnet"), cost.parse_ttl("5m")).add([("a", 1023)], 0)
+    assert (small.write, small.uncached) == (0, 1023)  # under the minimum: all uncached at 1x
+    openai = cost.Ledger(cost.pricing("openai"), cost.parse_ttl("5m"))
+    openai.add([("a", 1100)], 0)
+    hit = openai.add([("a", 1100), ("b", 10)], MINUTE)
+    assert (hit.prefix, hit.read, hit.write, hit.uncached) == (1100, 1024, 0, 86)
+    assert hit.usd == pytest.approx((86 + 0.1 * 1024) * 1.25 / 1e6)
