@@ -15,7 +15,21 @@ def _version_callback(value: bool) -> None:
 
 def build_app() -> typer.Typer:
     """Build the command tree (used by the entry point, docs generators and tests)."""
-    from commands import doctor, migrate, proxy, reduce, replay, setup, status, transform, wrapup
+    from commands import (
+        doctor,
+        expand,
+        memory,
+        migrate,
+        note,
+        proxy,
+        reduce,
+        replay,
+        search,
+        setup,
+        status,
+        transform,
+        wrapup,
+    )
 
     app = typer.Typer(
         name="mc",
@@ -34,7 +48,8 @@ def build_app() -> typer.Typer:
     ) -> None:
         """Keep an AI coding agent's long session inside its context window without breaking the prompt cache."""
 
-    for module in (transform, status, reduce, wrapup, replay, migrate, doctor, setup, proxy):
+    for module in (transform, status, reduce, memory, note, wrapup, search, expand, replay, migrate, doctor, setup,
+                   proxy):
         module.register(app)
     return app
 

@@ -44,10 +44,13 @@ def doctor(
     checks = default_checks() + integration_checks(ctx.project_dir)
     outcomes = run_checks(checks, ctx, fix=fix, confirm=confirm)
     counts = summarize(outcomes)
+    from magic_context.config.secrets import redacted
+
     if as_json:
-        _output.print_json("doctor", {"checks": [o.as_dict() for o in outcomes], "summary": counts,
-                                      "paths": paths.all_paths()})
+        _output.print_json("doctor", redacted({"checks": [o.as_dict() for o in outcomes], "summary": counts,
+                                               "paths": paths.all_paths()}, ctx.project_dir))
     else:
+        redacted(None, ctx.project_dir)  # registers the configured keys for the rendering below
         _render(outcomes, counts)
     version = ctx.notes.get("schema_version")
     if isinstance(version, int) and version > store_db.SCHEMA_VERSION:
@@ -62,6 +65,8 @@ def doctor(
 def _render(outcomes, counts) -> None:
     from rich.table import Table
 
+    from magic_context.log import redact
+
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("check")
     table.add_column("status")
@@ -70,9 +75,9 @@ def _render(outcomes, counts) -> None:
         detail = outcome.result.detail
         if outcome.fixed:
             detail += f" (fixed: {outcome.fixed})"
-        table.add_row(outcome.check.name, _STYLE[outcome.result.status.value], detail)
+        table.add_row(outcome.check.name, _STYLE[outcome.result.status.value], redact(detail))
         for item in outcome.result.items:
-            table.add_row("", "", f"  • {item}")
+            table.add_row("", "", f"  • {redact(str(item))}")
     out = _output.console()
     out.print(table)
     out.print(f"Summary: ok {counts['ok']} / warn {counts['warn']} / fail {counts['fail']}")

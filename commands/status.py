@@ -34,6 +34,9 @@ def status(
                              project_id=project_id)
     finally:
         conn.close()
+    from magic_context.config.secrets import redacted
+
+    data = redacted(data, project)  # stored errors may echo a configured key (a provider's error text)
     if as_json:
         _output.print_json("status", data)
         return
@@ -67,6 +70,13 @@ def _render(data: dict) -> None:
         out.print(f"tags     {tags['active']} active, {tags['dropped']} dropped, {pending} pending drops")
         out.print(f"history  {data['raw_messages']} raw messages, {len(data['compartments'])} compartments, "
                   f"{data['memories']} memories")
+        counts, notes = data.get("memory") or {}, data.get("notes") or {}
+        if counts.get("total") or any(notes.values()):
+            shown = ", ".join(f"{counts[k]} {k}" for k in ("active", "permanent", "archived", "expired")
+                              if counts.get(k))
+            waiting = notes.get("active", 0)
+            out.print(f"memory   {shown or 'none visible'}; notes: {waiting} waiting, {notes.get('ready', 0)} ready, "
+                      f"{notes.get('pending', 0)} pending a condition")
         historian = data["historian"]
         state = historian["state"]
         line = f"historian {state.get('state', 'idle') if isinstance(state, dict) else state}"
@@ -76,6 +86,15 @@ def _render(data: dict) -> None:
         if historian.get("last_failure"):
             line += f" (last failure: {historian['last_failure']})"
         out.print(line)
+        search = data.get("search") or {}
+        if search:
+            vectors = sum((search.get("vectors") or {}).values())
+            line = (f"search   {search.get('indexed_messages', 0)} messages indexed (through ordinal "
+                    f"{search.get('searchable_through')}), {vectors} vector rows")
+            failure = search.get("last_embedding_failure")
+            if failure:
+                line += f" — embeddings failing, FTS only: {failure.get('message')}"
+            out.print(line, soft_wrap=True)
         cache = data["cache"]
         out.print(f"cache    ~{cache['read_share']:.0%} of input tokens read from cache over the recorded passes")
         if data["passes"]:

@@ -195,6 +195,7 @@ class FakeLLMServer:
         self._queue: deque[ScriptItem] = deque()
         self._default: ScriptItem | None = None
         self._requests: list[RecordedRequest] = []
+        self.embeddings_status = 200  # set to e.g. 503 to make /v1/embeddings fail
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -333,6 +334,19 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self._read_body()
         request = self._recorded("POST", raw)
         body = request.body
+        if self.path.split("?", 1)[0].rstrip("/").endswith("/embeddings"):
+            self.fake._note(request)
+            status = self.fake.embeddings_status
+            if status != 200:
+                self._send(status, {"error": {"message": "embeddings unavailable", "type": "server_error"}})
+                return
+            inputs = body.get("input") if isinstance(body, dict) else None
+            inputs = [inputs] if isinstance(inputs, str) else inputs if isinstance(inputs, list) else []
+            self._send(200, {"object": "list", "model": body.get("model") if isinstance(body, dict) else None,
+                             "data": [{"object": "embedding", "index": i, "embedding": bag_of_words(str(text))}
+                                      for i, text in enumerate(inputs)],
+                             "usage": {"prompt_tokens": sum(_words(str(t)) for t in inputs), "total_tokens": 0}})
+            return
         if self.path.split("?", 1)[0].rstrip("/").endswith("/count_tokens"):
             self.fake._note(request)
             self._send(200, {"input_tokens": max(1, len(raw) // 4)})
@@ -394,6 +408,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True  # the client gave up (e.g. timed out)
+
+
+EMBEDDING_DIMS = 64
+
+
+def bag_of_words(text: str) -> list[float]:
+    """A deterministic toy embedding for `/v1/embeddings`: lower-cased words hashed into 64 counts."""
+    import hashlib
+
+    vector = [0.0] * EMBEDDING_DIMS
+    for token in text.lower().split():
+        word = token.strip(".,:;!?()[]{}\"'`")
+        if word:
+            vector[int(hashlib.md5(word.encode()).hexdigest()[:8], 16) % EMBEDDING_DIMS] += 1.0
+    return vector
 
 
 def _words(text: str) -> int:

@@ -150,6 +150,7 @@ def test_publish_dedups_facts_and_refuses_a_stale_chunk(conn) -> None:
     assert runner.run_once(conn, other, keep=1, now_ms=NOW).facts == 0
     rows = conn.execute("SELECT content, seen_count, source_type FROM memories").fetchall()
     assert [tuple(r) for r in rows] == [("Never commit secrets to the repo.", 2, "historian")]
+    assert state(conn, pk, publish.NOTE_TRIGGER_KEY) == NOW  # a publish arms the deferred-notes nudge
     assert publish.normalize_fact("  Never commit SECRETS to the repo!! ") == "never commit secrets to the repo"
     # a chunk read before another run published is refused
     digests, _ = chunk.digest_messages([], [])

@@ -158,3 +158,15 @@ def test_real_sessions_end_to_end(name: str, window: int) -> None:
     assert by["mc"]["over_window"] == 0 and by["native"]["over_window"] == 0
     assert by["mc"]["emergencies"] == 0
     assert 0.5 < by["mc"]["cache_read_share"] <= 1
+
+
+def test_retention_over_every_pass_for_mc_and_the_recordings_native() -> None:
+    data = replay(SQLFLUFF, context_limit=30_000, strategies=["mc", "native", "native:pi"], user_config=False).to_dict()
+    runs = {s["name"]: s for s in data["strategies"]}
+    assert runs["native"]["compaction"]["profile"] == "native:codex"  # an OpenAI-format recording
+    assert runs["native:pi"]["compaction"]["summary_tokens"] == 1000 and runs["native"]["compactions"] >= 1
+    for s in runs.values():
+        kept = s["retention"]
+        assert kept["passes"] > 10 and 0 <= kept["min"] <= kept["mean"] <= 1
+        assert s["resent_read_share"] is not None and s["cache_read_share"] <= s["resent_read_share"] <= 1
+    assert runs["mc"]["anchor_retention"] is not None  # the last pass, as before

@@ -167,6 +167,26 @@ def _tokenizer(ctx: DoctorContext) -> CheckResult:
     return CheckResult(Status.OK, "bundled cl100k encoding loads offline")
 
 
+def _embeddings(ctx: DoctorContext) -> CheckResult:
+    """The configured embedding provider embeds offline now (the network is blocked for `local`)."""
+    from magic_context.config.load import LoadedConfig, load_config
+    from magic_context.search import health
+
+    noted = ctx.notes.get("config")
+    loaded = noted if isinstance(noted, LoadedConfig) else load_config(ctx.project_dir)
+    local = loaded.config.embedding.provider == "local"
+    if local and not ctx.notes.get("audit_hook_installed"):
+        _tokenizer(ctx)  # installs the network-refusing audit hook
+    ctx.notes["blocking_network"] = local
+    try:
+        state, detail = health.probe(loaded.config)
+    finally:
+        ctx.notes["blocking_network"] = False
+    failure = health.last_failure_readonly(str(paths.db_path())) if paths.db_path().exists() else None
+    items = (f"last failure ({failure.get('where')}): {failure.get('message')}",) if failure else ()
+    return CheckResult(Status.OK if state == "ok" else Status.WARN, detail, items)
+
+
 def _logs(ctx: DoctorContext) -> CheckResult:
     return _writable_dir(paths.log_dir()) if paths.data_dir().exists() else CheckResult(
         Status.WARN, f"{paths.log_dir()} does not exist yet (created on first use)")
@@ -186,6 +206,7 @@ def default_checks() -> list[Check]:
         Check("integrity", "PRAGMA integrity_check", _integrity),
         Check("wal", "WAL journal mode", _wal, _enable_wal, "switch to WAL"),
         Check("tokenizer", "bundled tokenizer loads without network", _tokenizer),
+        Check("embeddings", "embedding provider works (search falls back to FTS if not)", _embeddings),
         Check("logs", "log directory writable", _logs,
               lambda c: _make_dir(paths.log_dir()), "create the log directory"),
     ]

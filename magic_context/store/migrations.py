@@ -214,6 +214,143 @@ CREATE TABLE IF NOT EXISTS response_usage (
     )
 
 
+@migrations()
+def m003_memories_notes(db: Database) -> None:
+    """Memory merges and retrieval counters, the memory mutation log m[1] reads, note lifecycle columns, indexes."""
+    _run(
+        db,
+        """
+ALTER TABLE memories ADD COLUMN merged_from TEXT;
+ALTER TABLE memories ADD COLUMN last_retrieved_at INTEGER;
+CREATE INDEX IF NOT EXISTS memories_by_project ON memories (project_id, status, id);
+CREATE INDEX IF NOT EXISTS memories_by_superseded ON memories (superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE TABLE IF NOT EXISTS memory_mutations (
+    id INTEGER PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    memory_id INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    superseded_by INTEGER,
+    at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memory_mutations_by_project ON memory_mutations (project_id, id);
+ALTER TABLE notes ADD COLUMN ready_reason TEXT;
+ALTER TABLE notes ADD COLUMN last_checked_at INTEGER;
+ALTER TABLE notes ADD COLUMN dismissed_at INTEGER;
+ALTER TABLE notes ADD COLUMN anchor_ordinal INTEGER;
+CREATE INDEX IF NOT EXISTS notes_by_session ON notes (session_pk, status, id);
+CREATE INDEX IF NOT EXISTS notes_by_project ON notes (project_id, status, id)
+""",
+    )
+
+
+def _run_script(db: Database, script: str) -> None:
+    """Like `_run`, for scripts with triggers (their bodies hold `;`): split on complete statements."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            db.execute(buffer.strip().rstrip(";"))
+            buffer = ""
+    if buffer.strip():
+        db.execute(buffer.strip())
+
+
+@migrations()
+def m004_search_index(db: Database) -> None:
+    """Unified search (issue #12 §3): folded message text, compartments, git commits and vectors, FTS5 indexed.
+
+    `message_text` holds one searchable text per live raw message (written by `search.indexer` after a
+    publish, never on the transform's path); `compartments` and `git_commits` get external-content FTS
+    tables kept in sync by triggers; `embeddings` stores float32 vectors keyed by (kind, ref, model_id);
+    `search_state` keeps small JSON values (the last embedding failure, git refresh times).
+    """
+    _run_script(
+        db,
+        """
+CREATE TABLE IF NOT EXISTS message_text (
+    id INTEGER PRIMARY KEY,
+    session_pk INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    at_ms INTEGER,
+    text TEXT NOT NULL,
+    UNIQUE (session_pk, ordinal)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS message_fts USING fts5(
+    text, content='message_text', content_rowid='id', tokenize='porter unicode61');
+CREATE TRIGGER IF NOT EXISTS message_text_ai AFTER INSERT ON message_text BEGIN
+    INSERT INTO message_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS message_text_ad AFTER DELETE ON message_text BEGIN
+    INSERT INTO message_fts(message_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TRIGGER IF NOT EXISTS message_text_au AFTER UPDATE OF text ON message_text BEGIN
+    INSERT INTO message_fts(message_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    INSERT INTO message_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE VIRTUAL TABLE IF NOT EXISTS compartment_fts USING fts5(
+    title, content, content='compartments', content_rowid='id', tokenize='porter unicode61');
+CREATE TRIGGER IF NOT EXISTS compartments_fts_ai AFTER INSERT ON compartments BEGIN
+    INSERT INTO compartment_fts(rowid, title, content) VALUES (new.id, new.title, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS compartments_fts_ad AFTER DELETE ON compartments BEGIN
+    INSERT INTO compartment_fts(compartment_fts, rowid, title, content)
+        VALUES ('delete', old.id, old.title, old.content);
+END;
+CREATE TRIGGER IF NOT EXISTS compartments_fts_au AFTER UPDATE OF title, content ON compartments BEGIN
+    INSERT INTO compartment_fts(compartment_fts, rowid, title, content)
+        VALUES ('delete', old.id, old.title, old.content);
+    INSERT INTO compartment_fts(rowid, title, content) VALUES (new.id, new.title, new.content);
+END;
+INSERT INTO compartment_fts(compartment_fts) VALUES ('rebuild');
+CREATE TABLE IF NOT EXISTS git_commits (
+    id INTEGER PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    sha TEXT NOT NULL,
+    message TEXT NOT NULL,
+    author TEXT,
+    committed_at INTEGER NOT NULL,
+    indexed_at INTEGER NOT NULL,
+    UNIQUE (project_id, sha)
+);
+CREATE INDEX IF NOT EXISTS git_commits_by_time ON git_commits (project_id, committed_at);
+CREATE VIRTUAL TABLE IF NOT EXISTS git_commit_fts USING fts5(
+    message, content='git_commits', content_rowid='id', tokenize='porter unicode61');
+CREATE TRIGGER IF NOT EXISTS git_commits_ai AFTER INSERT ON git_commits BEGIN
+    INSERT INTO git_commit_fts(rowid, message) VALUES (new.id, new.message);
+END;
+CREATE TRIGGER IF NOT EXISTS git_commits_ad AFTER DELETE ON git_commits BEGIN
+    INSERT INTO git_commit_fts(git_commit_fts, rowid, message) VALUES ('delete', old.id, old.message);
+END;
+CREATE TRIGGER IF NOT EXISTS git_commits_au AFTER UPDATE OF message ON git_commits BEGIN
+    INSERT INTO git_commit_fts(git_commit_fts, rowid, message) VALUES ('delete', old.id, old.message);
+    INSERT INTO git_commit_fts(rowid, message) VALUES (new.id, new.message);
+END;
+CREATE TABLE IF NOT EXISTS embeddings (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    model_id TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    start_ordinal INTEGER,
+    end_ordinal INTEGER,
+    text_hash TEXT NOT NULL,
+    dims INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (kind, ref, model_id)
+);
+CREATE INDEX IF NOT EXISTS embeddings_by_scope ON embeddings (kind, scope, model_id, end_ordinal);
+CREATE TABLE IF NOT EXISTS search_state (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+) WITHOUT ROWID
+""",
+    )
+
+
 @record(frozen=True)
 class MigrationStatus:
     """What `mc migrate` reports: names already applied and names still pending."""
@@ -238,18 +375,36 @@ def status(conn: sqlite3.Connection) -> MigrationStatus:
 
 
 def apply(conn: sqlite3.Connection) -> MigrationStatus:
-    """Apply pending migrations, then set `PRAGMA user_version` to the migration count."""
+    """Apply pending migrations, then set `PRAGMA user_version` to the migration count.
+
+    One migrator at a time: the whole run holds `BEGIN IMMEDIATE` (the write lock), so processes that
+    start together on a missing database wait within the busy timeout, then re-read `user_version`
+    under the lock and find nothing left to do. A lock not obtained in time is StorageBusy (transient:
+    a transform serves the input unchanged), never a "migration failed".
+    """
     store_db.check_fence(conn)
-    before = status(conn)
-    db = Database(conn)
     try:
-        migrations.apply(db)
-        conn.execute(f"PRAGMA user_version={len(migrations._migrations)}")
-    except sqlite3.Error as exc:
-        raise StorageUnavailable(
-            f"migration failed: {exc}", fix="run `mc doctor`; restore a backup of context.db if it persists"
-        ) from exc
-    return MigrationStatus(before.applied, before.pending, before.version_before, store_db.user_version(conn))
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        raise store_db.classify(exc) from exc
+    try:
+        version_before = store_db.check_fence(conn)  # another process may have migrated while we waited
+        before = status(conn)
+        if before.pending or version_before < len(migrations._migrations):
+            migrations.apply(Database(conn))  # each migration nests as a savepoint of this transaction
+            conn.execute(f"PRAGMA user_version={len(migrations._migrations)}")
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.OperationalError) and store_db.is_busy(exc):
+            raise store_db.classify(exc) from exc
+        if isinstance(exc, sqlite3.Error):
+            raise StorageUnavailable(
+                f"migration failed: {exc}", fix="run `mc doctor`; restore a backup of context.db if it persists"
+            ) from exc
+        raise
+    return MigrationStatus(before.applied, before.pending, version_before, store_db.user_version(conn))
 
 
 __all__ = ["MIGRATION_SET", "MigrationStatus", "all_names", "apply", "migrations", "status"]

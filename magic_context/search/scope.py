@@ -1,0 +1,63 @@
+"""Which sessions and project a search covers: `--session`, `--project DIR`, or the current directory."""
+
+from __future__ import annotations
+
+import calendar
+import sqlite3
+import time
+
+from magic_context.errors import BadInput, NotFound
+from magic_context.records import record
+
+
+@record
+class Scope:
+    session_pks: list[int]
+    project_id: str | None
+    project_dir: str | None
+    session_id: str | None = None
+
+
+def resolve(conn: sqlite3.Connection, *, session: str | None, harness: str | None, project: str | None,
+            cwd: str) -> Scope:
+    """The search scope; NotFound for an unknown session or a project mc has no session for."""
+    from magic_context.tools.reduce import find_session
+
+    if session and project:
+        raise BadInput("--session and --project exclude each other", fix="pass one of them")
+    if session:
+        pk = find_session(conn, session, harness)
+        from magic_context.store import search_index as idx
+
+        return Scope([pk], idx.session_field(conn, pk, "project_id"), idx.session_field(conn, pk, "project_dir"),
+                     idx.session_field(conn, pk, "session_id"))
+    from magic_context import project as identity
+
+    project_id = identity.identity(project or cwd)
+    from magic_context.store.search_index import project_sessions
+
+    rows = project_sessions(conn, project_id)
+    if not rows:
+        if project:
+            raise NotFound(f"mc has no session for project {project}", fix="check the directory, or pass --session")
+        raise NotFound(f"mc has no session for the current directory {cwd}",
+                       fix="pass --session ID or --project DIR (`mc status --latest` shows a session id)")
+    return Scope([int(r[0]) for r in rows], project_id, rows[0][1] or project, rows[0][2] if len(rows) == 1 else None)
+
+
+def parse_date(value: str | None, *, end: bool = False) -> int | None:
+    """`YYYY-MM-DD` (whole UTC day; `end` means up to its end) or `YYYY-MM-DDTHH:MM[:SS]` (UTC) as epoch ms."""
+    if value is None:
+        return None
+    text = value.strip().rstrip("Z")
+    for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"):
+        try:
+            parsed = time.strptime(text, fmt)
+        except ValueError:
+            continue
+        ms = calendar.timegm(parsed) * 1000
+        return ms + 86_400_000 if end and fmt == "%Y-%m-%d" else ms
+    raise BadInput(f"date {value!r} is not YYYY-MM-DD", fix="e.g. --from 2026-11-01 --to 2026-11-30")
+
+
+__all__ = ["Scope", "parse_date", "resolve"]
