@@ -263,3 +263,72 @@ def test_property_arcs_cover_every_tool_block_once_and_removal_never_splits(step
     assert not any(m.role == TOOL and not m.blocks for m in messages)
     open_before = sum(a.is_open for a in arcs) - sum(a.is_open for a in chosen)
     assert sum(a.is_open for a in after) == open_before  # no call lost its result
+
+
+def test_anthropic_pairing_problems_are_all_listed_exactly() -> None:
+    """Several faults in one conversation: each is reported once, in order, with the right message numbers."""
+    messages = [
+        msg("m0", USER, result("orphan")),                                  # a result with no message before it
+        msg("m1", ASSISTANT, call("a"), call("b")),
+        msg("m2", USER, result("a"), result("a"), text("note"), result("b")),  # twice; b after text
+        msg("m3", ASSISTANT, call("c"), result("c")),                       # a result in an assistant message
+        msg("m4", ASSISTANT, text("no answer")),                            # c unanswered: an assistant follows
+        msg("m5", USER, text("hi")),
+        msg("m6", ASSISTANT, call("d")),
+        msg("m7", USER, result("e")),                                       # d not answered; e answers nothing
+        msg("m8", ASSISTANT, call("orphan")),             # nothing follows (and m0 is not its answer)
+    ]
+    assert validate_pairing(messages, ANTHROPIC) == [
+        "message 0: tool_result orphan answers no tool_use of message -1",
+        "message 2: tool_result a appears twice",
+        "message 2: tool_result b comes after text or media",
+        "message 3: tool_use c is unanswered: message 4 is assistant",
+        "message 3: an assistant message carries tool_result blocks",
+        "message 6: tool_use d has no tool_result in message 7",
+        "message 7: tool_result e answers no tool_use of message 6",
+        "message 8: tool_use orphan is unanswered: no message follows",
+    ]
+    # A user message with text only after an answered call is fine; a user turn never needs results.
+    assert validate_pairing([msg("u", USER, text("x")), msg("a", ASSISTANT, call("k")),
+                             msg("t", USER, result("k"), text("thanks"))], ANTHROPIC) == []
+
+
+def test_tool_run_pairing_problems_are_all_listed_exactly() -> None:
+    messages = [
+        msg("t0", TOOL, result("early")),                 # no assistant before the run
+        msg("a1", ASSISTANT, call("x"), call("x"), call("y")),
+        msg("t2", TOOL, result("x")),
+        msg("t3", TOOL, result("z")),                      # answers nothing of message 1
+        msg("u4", USER, text("next"), result("w")),        # x (second) and y unanswered; a user carries a result
+        msg("a5", ASSISTANT, call("q")),
+    ]
+    assert validate_pairing(messages, OPENAI) == [
+        "message 0: tool result early answers no open call of the preceding assistant message",
+        "message 3: tool result z answers no open call of message 1",
+        "message 1: tool call x is not answered before message 4",
+        "message 1: tool call y is not answered before message 4",
+        "message 4: a user message carries tool result w",
+        "message 5: tool call q is unanswered at the end",
+    ]
+    assert validate_pairing(messages, PI) == [  # Pi fills unanswered calls itself
+        "message 0: tool result early answers no open call of the preceding assistant message",
+        "message 3: tool result z answers no open call of message 1",
+        "message 4: a user message carries tool result w",
+    ]
+
+
+def test_opencode_pairing_problems_are_all_listed_exactly() -> None:
+    messages = [msg("m0", ASSISTANT, call("a"), result("a"), result("b")), msg("m1", ASSISTANT, result("a")),
+                msg("m2", ASSISTANT, call("c"), result("c"))]
+    assert validate_pairing(messages, OPENCODE) == [
+        "message 0: tool result b has no call in its own message",
+        "message 1: tool result a has no call in its own message",
+    ]
+
+
+def test_arc_names_come_from_the_call_else_from_a_result() -> None:
+    messages = [msg("a0", ASSISTANT, call("k", "grep")), msg("t1", TOOL, result("k", name="ignored")),
+                msg("t2", TOOL, result("orphan", name="read")), msg("a3", ASSISTANT, call("n", None)),
+                msg("t4", TOOL, result("n"), result("n", name="bash"))]
+    assert [(a.tool_id, a.tool_name, a.owner) for a in find_arcs(messages)] == [
+        ("k", "grep", "a0"), ("orphan", "read", "t2"), ("n", "bash", "a3")]

@@ -208,6 +208,32 @@ def test_old_reasoning_picks_old_unprotected_turns_that_still_hold_reasoning() -
     assert got == {"a0", "a2", "a4"}
 
 
+def test_old_reasoning_never_takes_the_last_assistant_turn_even_when_old() -> None:
+    messages = build(say("one", think=True), say("two", think=True))
+    messages += [m.Message(f"u{i}", m.USER, [m.Block(m.TEXT, text=f"more {i}", key="p0")]) for i in range(1, 6)]
+    sites = tag_sites(messages)  # u0=1, a0=2, a1=3, then users 4..8
+    got = heuristics.old_reasoning(messages, sites, m.ANTHROPIC, newest=8, max_age=1, protected_from=99)
+    assert got == {"a0"}  # a1 is old and unprotected, but it is the last assistant turn
+    users_only = [msg for msg in messages if msg.role == m.USER]
+    assert heuristics.old_reasoning(users_only, tag_sites(users_only), m.ANTHROPIC, newest=6, max_age=1,
+                                    protected_from=99) == set()
+
+
+def test_old_reasoning_ages_a_turn_by_its_newest_tag() -> None:
+    """A turn's tags need not rise in block order (tags kept from earlier passes): the newest one counts."""
+    turn = m.Message("a0", m.ASSISTANT, [m.Block(m.REASONING, text="hmm", meta={"signature": "s"}, key="r"),
+                                         m.Block(m.TEXT, text="first", key="p0"),
+                                         m.Block(m.TEXT, text="second", key="p1")])
+    messages = [m.Message("u0", m.USER, [m.Block(m.TEXT, text="go", key="p0")]), turn,
+                m.Message("a9", m.ASSISTANT, [m.Block(m.TEXT, text="end", key="p0")])]
+    sites = tag_sites(messages)
+    first, second = (s for s in sites if s.message_index == 1)
+    first.tag.number, second.tag.number = 7, 3
+    assert heuristics.old_reasoning(messages, sites, m.ANTHROPIC, newest=8, max_age=2, protected_from=99) == set()
+    first.tag.number = 5
+    assert heuristics.old_reasoning(messages, sites, m.ANTHROPIC, newest=8, max_age=2, protected_from=99) == {"a0"}
+
+
 def test_old_reasoning_only_where_the_provider_allows_removing_it() -> None:
     messages = _reasoning_session()
     sites = tag_sites(messages)

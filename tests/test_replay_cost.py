@@ -90,6 +90,42 @@ def test_parse_ttl_and_unknown_pricing() -> None:
     assert cost.common_prefix([A, B, C], [A, B]) == 2500
 
 
+@pytest.mark.parametrize(("text", "ms"), [("250ms", 250), ("1.5s", 1500), (" 5M ", 300_000), ("2h", 7_200_000),
+                                          ("0.5m", 30_000), ("90", 90_000), ("1.5", 1500), ("300s", 300_000)])
+def test_parse_ttl_units_and_decimals(text: str, ms: int) -> None:
+    assert cost.parse_ttl(text) == ms
+
+
+@pytest.mark.parametrize("text", ["1.2.3s", "1..5", "ms", "5 minutes", "-1s", "1.5.m"])
+def test_parse_ttl_refuses_what_it_cannot_read(text: str) -> None:
+    with pytest.raises(BadInput, match="cannot read the TTL"):
+        cost.parse_ttl(text)
+
+
+def test_unknown_pricing_names_the_choices() -> None:
+    with pytest.raises(BadInput) as caught:
+        cost.pricing("cheap")
+    assert str(caught.value) == "unknown pricing 'cheap'"
+    assert caught.value.fix == "use one of " + ", ".join(cost.PRICING)
+    assert ", " in caught.value.fix and len(cost.PRICING) >= 2
+
+
+def test_cache_boundaries_by_hand() -> None:
+    """A prefix of exactly the minimum cacheable length is read; OpenAI reads in 128-token steps; cold is 0."""
+    sonnet = cost.Ledger(cost.pricing("anthropic-sonnet"), cost.parse_ttl("5m"))
+    first = sonnet.add([("a", 1024), ("b", 10)], 0)
+    assert (first.prefix, first.read, first.write, first.uncached, first.warm) == (0, 0, 1034, 0, False)
+    second = sonnet.add([("a", 1024), ("x", 50)], MINUTE)
+    assert (second.prefix, second.read, second.write, second.bust) == (1024, 1024, 50, True)
+    small = cost.Ledger(cost.pricing("anthropic-sonnet"), cost.parse_ttl("5m")).add([("a", 1023)], 0)
+    assert (small.write, small.uncached) == (0, 1023)  # under the minimum: all uncached at 1x
+    openai = cost.Ledger(cost.pricing("openai"), cost.parse_ttl("5m"))
+    openai.add([("a", 1100)], 0)
+    hit = openai.add([("a", 1100), ("b", 10)], MINUTE)
+    assert (hit.prefix, hit.read, hit.write, hit.uncached) == (1100, 1024, 0, 86)
+    assert hit.usd == pytest.approx((86 + 0.1 * 1024) * 1.25 / 1e6)
+
+
 def test_an_uncached_extra_call_pays_full_input_and_leaves_the_cache_alone() -> None:
     """Pi and Codex build their summary request anew: no cache read or write, and the next pass still
     extends the conversation's cached prefix."""
