@@ -28,7 +28,7 @@ def doctor(
     """
     from magic_context import paths
     from magic_context.doctor.checks import default_checks, integration_checks
-    from magic_context.doctor.registry import DoctorContext, Status, run_checks, summarize
+    from magic_context.doctor.registry import DoctorContext, report, run_checks
     from magic_context.errors import ExitCode, SchemaTooNew
     from magic_context.store import db as store_db
 
@@ -43,19 +43,15 @@ def doctor(
     ctx = DoctorContext(project_dir=project or Path.cwd())
     checks = default_checks() + integration_checks(ctx.project_dir)
     outcomes = run_checks(checks, ctx, fix=fix, confirm=confirm)
-    counts = summarize(outcomes)
-    if as_json:
-        _output.print_json("doctor", {"checks": [o.as_dict() for o in outcomes], "summary": counts,
-                                      "paths": paths.all_paths()})
-    else:
-        _render(outcomes, counts)
+    result = report(outcomes, paths.all_paths())
+    _output.emit(result, as_json=as_json, human=lambda r: _render(outcomes, r.data["summary"]))
     version = ctx.notes.get("schema_version")
     if isinstance(version, int) and version > store_db.SCHEMA_VERSION:
         raise SchemaTooNew(
             f"database {paths.db_path()} has schema version {version} but this mc knows only {store_db.SCHEMA_VERSION}",
             fix="upgrade mc (pip install -U magic-context)",
         )
-    if counts[Status.FAIL.value]:
+    if result.failed:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
 
 

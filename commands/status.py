@@ -30,14 +30,11 @@ def status(
     conn = db.open_db()
     try:
         project_id = project_identity.identity(project) if project and not session else None
-        data = engine.status(conn, session_id=None if latest and not session else session, harness=harness,
-                             project_id=project_id)
+        result = engine.report(conn, session_id=None if latest and not session else session, harness=harness,
+                               project_id=project_id)
     finally:
         conn.close()
-    if as_json:
-        _output.print_json("status", data)
-        return
-    _render(data)
+    _output.emit(result, as_json=as_json, human=lambda r: _render(r.data))
 
 
 def _bar(percent: float | None, width: int = 30) -> str:

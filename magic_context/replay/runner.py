@@ -20,6 +20,7 @@ from magic_context.replay import baselines, cost
 from magic_context.replay.engine import McRunner
 from magic_context.replay.passes import Replayable, prepare
 from magic_context.replay.units import TokenCounter
+from magic_context.results import Result
 from magic_context.transform import scheduler
 from magic_context.wire import model as m
 from magic_context.wire.importers import load_session
@@ -102,6 +103,10 @@ class ReplayResult:
 
     def run(self, name: str) -> StrategyRun | None:
         return next((r for r in self.runs if r.name == name), None)
+
+    def to_result(self) -> Result:
+        """`mc replay`'s result: `to_dict()` as data."""
+        return Result("replay", self.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         native = self.run("native")
