@@ -9,6 +9,7 @@ from functools import cache
 from typing import Any
 
 from magic_context import __version__
+from magic_context.records import replace
 from magic_context.results import Result
 
 ENVELOPE_VERSION = 1
@@ -44,11 +45,16 @@ def _write(document: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def emit(result: Result, *, as_json: bool, human: Callable[[Result], None]) -> None:
+def emit(result: Result, *, as_json: bool, human: Callable[[Result], None],
+         redact: Callable[[Any], Any] | None = None) -> None:
     """The one renderer of engine results: the `--json` envelope on stdout, else `human(result)` (Rich).
 
-    A failed result is still the command's to turn into an error message and an exit code.
+    `redact` rewrites what is shown (data and problem texts) first, e.g. to hide configured API keys. A
+    failed result is still the command's to turn into an error message and an exit code.
     """
+    if redact is not None:
+        problems = tuple(replace(p, message=redact(p.message), fix=redact(p.fix)) for p in result.problems)
+        result = replace(result, data=redact(result.data), problems=problems)
     if as_json:
         _write(envelope(result.command, result.data, result.errors(), [p.as_dict() for p in result.problems]))
     else:

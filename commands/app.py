@@ -15,7 +15,7 @@ def _version_callback(value: bool) -> None:
 
 def build_app() -> typer.Typer:
     """Build the command tree (used by the entry point, docs generators and tests)."""
-    from commands import doctor, migrate, proxy, reduce, replay, setup, status, transform, wrapup
+    from commands import doctor, memory, migrate, note, proxy, reduce, replay, setup, status, transform, wrapup
 
     app = typer.Typer(
         name="mc",
@@ -34,7 +34,7 @@ def build_app() -> typer.Typer:
     ) -> None:
         """Keep an AI coding agent's long session inside its context window without breaking the prompt cache."""
 
-    for module in (transform, status, reduce, wrapup, replay, migrate, doctor, setup, proxy):
+    for module in (transform, status, reduce, memory, note, wrapup, replay, migrate, doctor, setup, proxy):
         module.register(app)
     return app
 

@@ -43,8 +43,11 @@ def doctor(
     ctx = DoctorContext(project_dir=project or Path.cwd())
     checks = default_checks() + integration_checks(ctx.project_dir)
     outcomes = run_checks(checks, ctx, fix=fix, confirm=confirm)
+    from magic_context.config.secrets import redacted
+
     result = report(outcomes, paths.all_paths())
-    _output.emit(result, as_json=as_json, human=lambda r: _render(outcomes, r.data["summary"]))
+    _output.emit(result, as_json=as_json, human=lambda r: _render(outcomes, r.data["summary"]),
+                 redact=lambda value: redacted(value, ctx.project_dir))  # also registers the keys for _render
     version = ctx.notes.get("schema_version")
     if isinstance(version, int) and version > store_db.SCHEMA_VERSION:
         raise SchemaTooNew(
@@ -58,6 +61,8 @@ def doctor(
 def _render(outcomes, counts) -> None:
     from rich.table import Table
 
+    from magic_context.log import redact
+
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("check")
     table.add_column("status")
@@ -66,9 +71,9 @@ def _render(outcomes, counts) -> None:
         detail = outcome.result.detail
         if outcome.fixed:
             detail += f" (fixed: {outcome.fixed})"
-        table.add_row(outcome.check.name, _STYLE[outcome.result.status.value], detail)
+        table.add_row(outcome.check.name, _STYLE[outcome.result.status.value], redact(detail))
         for item in outcome.result.items:
-            table.add_row("", "", f"  • {item}")
+            table.add_row("", "", f"  • {redact(str(item))}")
     out = _output.console()
     out.print(table)
     out.print(f"Summary: ok {counts['ok']} / warn {counts['warn']} / fail {counts['fail']}")

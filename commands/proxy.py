@@ -97,6 +97,7 @@ def _render_status(data: dict) -> None:
     out.print(f"  requests {counts.get('requests', 0)}: {counts.get('rewritten', 0)} rewritten, "
               f"{counts.get('forwarded_unchanged', 0)} forwarded unchanged, {counts.get('refused', 0)} refused, "
               f"{counts.get('upstream_errors', 0)} upstream errors; usage recorded {counts.get('usage_recorded', 0)}×")
+    out.print(f"  log      {data.get('log_file')}", markup=False, highlight=False, soft_wrap=True)
 
 
 @proxy_app.command("stop")

@@ -27,20 +27,27 @@ def replay(
     strategies: str = typer.Option(DEFAULT_STRATEGIES, "--strategies", help="Comma-separated strategies to run."),
     use_subprocess: bool = typer.Option(False, "--subprocess",
                                         help="Run `mc transform` as a process per pass (honest latency, slower)."),
+    config: Path = typer.Option(None, "--config", help="Run mc with this config.toml instead of yours."),
+    user_config: bool = typer.Option(True, "--user-config/--no-user-config",
+                                     help="Run mc with your config.toml (default) or with every default."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON envelope on stdout."),
     plot: Path = typer.Option(None, "--plot", help="Write served tokens and cumulative cost per pass to a PNG "
                                                    "(needs the `plot` extra)."),
 ) -> None:
     """Replay a recorded session pass by pass through mc and through baselines.
 
-    Each LLM call is served by mc (real engine, fresh database), native compaction at 85%,
-    observation masking, Anthropic clear_tool_uses, and raw; the report compares context, cache and cost.
+    Each LLM call is served by mc (real engine, fresh database, your config.toml unless --config or
+    --no-user-config), by the recording's harness's own compaction (native; native:claude-code,
+    native:opencode, native:pi or native:codex name one), observation masking, Anthropic
+    clear_tool_uses, and raw; the report compares context, cache, cost and anchor retention over
+    every pass.
 
     \b
     Examples:
       mc replay session.jsonl --context-limit 60000
       mc replay trajectory.traj.json --pricing openai --json
       mc replay session.jsonl --context-limit 60000 --plot replay.png
+      mc replay session.jsonl --context-limit 60000 --config candidate.toml
     """
     from magic_context.errors import BadInput
     from magic_context.replay import runner
@@ -60,7 +67,7 @@ def replay(
     with _progress() as progress:
         result = runner.replay(file, format=_FORMAT_ALIASES.get(format, format), context_limit=context_limit,
                                ttl=ttl, pricing=pricing, strategies=names, subprocess=use_subprocess,
-                               progress=progress)
+                               progress=progress, config=config, user_config=user_config)
     if context_limit is None:
         which = "the recorded model's window" if result.limit_source == "model" else "the default window"
         _output.note(f"no --context-limit: replayed against {which} ({result.context_limit:,} tokens); "
@@ -114,6 +121,9 @@ def _render(data: dict[str, Any]) -> None:
     out.print(f"[bold]{Path(data['file']).name}[/bold]  {data['format']} · {data['passes']} passes · "
               f"window {window:,} tokens ({data['context_limit_source']}) · {data['pricing']['label']} · "
               f"TTL {data['ttl_seconds'] // 60}m · mc {data['mode']}")
+    source = data["config"]["source"]
+    out.print("mc config: " + ("every default (--no-user-config or no config.toml)" if source == "defaults"
+                               else f"{data['config']['file']} ({'--config' if source == 'flag' else 'yours'})"))
     table = Table(header_style="bold", box=None, pad_edge=False)
     for column in ("strategy", "peak", "of window", "over", "cache read", "busts", "cost", "vs native"):
         table.add_column(column, justify="left" if column == "strategy" else "right", no_wrap=True)
@@ -123,6 +133,18 @@ def _render(data: dict[str, Any]) -> None:
         table.add_row(s["name"], f"{s['peak_tokens']:,}", f"{s['peak_share']:.0%}", over,
                       f"{s['cache_read_share']:.1%}", str(s["busts"]), _money(s["cost_usd"]), ratio)
     out.print(table)
+    kept = [f"{s['name']} {s['retention']['mean']:.0%} / {s['retention']['min']:.0%}" for s in data["strategies"]
+            if s["retention"]["mean"] is not None]
+    out.print("anchor retention over the passes (mean / min): " + (" · ".join(kept) if kept else "n/a (nothing "
+                                                                                                "folded)"))
+    for s in data["strategies"]:
+        if s["name"].startswith("native") and "compaction" in s:
+            c = s["compaction"]
+            label = f"{s['name']} = {c['profile']}" if s["name"] != c["profile"] else s["name"]
+            out.print(f"{label}: compacts at {c['trigger']:.1%}, keeps a {c['tail']:.1%} "
+                      f"{'user-message ' if c['tail_users_only'] else ''}tail and a {c['summary_tokens']:,}-token "
+                      f"summary ({'read from' if c['summary_cached'] else 'not from'} the cache; its text is "
+                      f"extractive in the replay) — {c['source']}")
     mc = next((s for s in data["strategies"] if s["name"] == "mc"), None)
     if mc is not None:
         vs = "—" if mc["latency_vs_floor"] is None else f"{mc['latency_vs_floor']:.2f}× the JSON floor"
@@ -131,7 +153,14 @@ def _render(data: dict[str, Any]) -> None:
         out.print(f"mc passes: {kinds}")
         retention = mc["anchor_retention"]
         kinds = ", ".join(f"{k} {v['retained']}/{v['total']}" for k, v in mc["anchors"].items() if v["total"])
-        out.print("anchor retention " + ("n/a (nothing folded)" if retention is None else f"{retention:.0%} ({kinds})"))
+        out.print("mc anchor retention on the last pass "
+                  + ("n/a (nothing folded)" if retention is None else f"{retention:.0%} ({kinds})"))
+        billing = mc["historian_billing"]
+        if billing["calls"]:
+            out.print(f"mc historian: {billing['calls']} calls, {billing['input_tokens']:,} in / "
+                      f"{billing['output_tokens']:,} out tokens, {_money(billing['usd'])} ({billing['note']}); "
+                      f"at {data['pricing']['label']} prices it would cost {_money(billing['model_priced_usd'])}: "
+                      f"mc {billing['cost_with_model_historian_vs_native']:.2f}× native")
         if mc["emergencies"] or mc["degraded_passes"]:
             out.print(f"[yellow]{mc['emergencies']} context emergencies, "
                       f"{mc['degraded_passes']} degraded passes[/yellow]")

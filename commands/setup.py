@@ -11,15 +11,15 @@ from commands import _output
 
 
 def setup(
-    harness: list[str] = typer.Option(None, "--harness", help="opencode | pi (repeat for several)."),
+    harness: list[str] = typer.Option(None, "--harness", help="opencode | pi | claude-code | codex (repeat)."),
     project: Path = typer.Option(None, "--project", help="Install into this project (default: the current directory)."),
     global_: bool = typer.Option(False, "--global", help="Install into the harness's global config instead."),
-    uninstall: bool = typer.Option(False, "--uninstall", help="Remove mc's plugin; restore what the install changed."),
+    uninstall: bool = typer.Option(False, "--uninstall", help="Remove mc; restore what the install changed."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would change; write nothing."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Never ask; take every default."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON envelope on stdout."),
 ) -> None:
-    """Wire mc into a harness: the OpenCode plugin or the Pi extension.
+    """Wire mc into a harness: the OpenCode plugin, the Pi extension, or mc proxy for Claude Code / Codex.
 
     \b
     Idempotent (a second run changes nothing); backs a file up before changing it;
@@ -30,6 +30,8 @@ def setup(
       mc setup --harness pi --global
       mc setup --harness opencode --uninstall
       mc setup --harness opencode --dry-run --json
+      mc setup --harness claude-code           # .claude/settings.json → mc proxy
+      mc setup --harness codex                 # ~/.codex/config.toml (always global)
     """
     from magic_context import integrations
     from magic_context.errors import BadInput
@@ -74,6 +76,9 @@ def _render(result) -> None:
     for note in result.notes:
         out.print(f"  note: {note}", markup=False, soft_wrap=True)
     if result.changed and not result.dry_run and result.operation == "install":
+        if result.harness in ("claude-code", "codex"):
+            out.print("  the client now talks to mc proxy: keep it running (`mc proxy --daemon`); "
+                      "check it with `mc doctor`", markup=False, soft_wrap=True)
         out.print("  check it: run the harness once, then `mc status --latest`", markup=False)
 
 

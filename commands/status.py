@@ -34,7 +34,10 @@ def status(
                                project_id=project_id)
     finally:
         conn.close()
-    _output.emit(result, as_json=as_json, human=lambda r: _render(r.data))
+    from magic_context.config.secrets import redacted
+
+    _output.emit(result, as_json=as_json, human=lambda r: _render(r.data),
+                 redact=lambda value: redacted(value, project))  # stored errors may echo a configured key
 
 
 def _bar(percent: float | None, width: int = 30) -> str:
@@ -64,6 +67,13 @@ def _render(data: dict) -> None:
         out.print(f"tags     {tags['active']} active, {tags['dropped']} dropped, {pending} pending drops")
         out.print(f"history  {data['raw_messages']} raw messages, {len(data['compartments'])} compartments, "
                   f"{data['memories']} memories")
+        counts, notes = data.get("memory") or {}, data.get("notes") or {}
+        if counts.get("total") or any(notes.values()):
+            shown = ", ".join(f"{counts[k]} {k}" for k in ("active", "permanent", "archived", "expired")
+                              if counts.get(k))
+            waiting = notes.get("active", 0)
+            out.print(f"memory   {shown or 'none visible'}; notes: {waiting} waiting, {notes.get('ready', 0)} ready, "
+                      f"{notes.get('pending', 0)} pending a condition")
         historian = data["historian"]
         state = historian["state"]
         line = f"historian {state.get('state', 'idle') if isinstance(state, dict) else state}"

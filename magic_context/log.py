@@ -13,7 +13,7 @@ from magic_context import paths
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
-    from typing import Final
+    from typing import Any, Final
 
     from magic_context.paths import StrPath
 
@@ -57,6 +57,25 @@ def register_secret(value: str) -> None:
     if len(value) < _MIN_SECRET_LEN or value in _Registered.values:
         return
     _Registered.values = (*_Registered.values[-(MAX_REGISTERED - 1):], value)
+
+
+def register_env_secrets(names: list[str] | tuple[str, ...]) -> None:
+    """Register the values of the named env vars (the `api_key_env` settings), whatever they are called."""
+    for name in names:
+        value = os.environ.get(name, "").strip() if name else ""
+        if value:
+            register_secret(value)
+
+
+def redact_data(value: Any) -> Any:
+    """`redact` applied to every string inside JSON-like data (dict keys kept), for what commands show."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_data(v) for v in value]
+    return value
 
 
 def _secret_values() -> list[str]:
@@ -119,4 +138,5 @@ def info(message: str) -> None:
     write("info", message)
 
 
-__all__ = ["MAX_LOG_BYTES", "REDACTED", "error", "info", "redact", "register_secret", "warning", "write"]
+__all__ = ["MAX_LOG_BYTES", "REDACTED", "error", "info", "redact", "redact_data", "register_env_secrets",
+           "register_secret", "warning", "write"]

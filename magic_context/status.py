@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import Any
 
 from magic_context import paths
 from magic_context.errors import NotFound
 from magic_context.results import Result
 from magic_context.store import compartments as compartment_store
+from magic_context.store import memories as memory_store
+from magic_context.store import notes as note_store
 from magic_context.store import passes, responses, sessions
 from magic_context.store import pending as pending_ops
 from magic_context.store import raw as raw_store
@@ -48,8 +51,9 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
     tag_counts = tag_rows.status_counts(conn, session_pk)
     pending = pending_ops.queued_numbers(conn, session_pk)
     compartments = compartment_store.outline(conn, session_pk)
-    memories = conn.execute("SELECT count(*) FROM memories WHERE project_id = ? AND status IN ('active','permanent')",
-                            (project_id,)).fetchone()[0]
+    memory_counts = memory_store.counts(conn, project_id, int(time.time() * 1000)) if project_id else {}
+    memories = memory_counts.get("active", 0) + memory_counts.get("permanent", 0)
+    notes = note_store.counts(conn, session_pk, project_id)
     raw_count = raw_store.count(conn, session_pk)
     reports = passes.recent_reports(conn, session_pk)
     last = reports[-1] if reports else {}
@@ -76,6 +80,8 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
         "raw_messages": raw_count,
         "compartments": compartments,
         "memories": memories,
+        "memory": memory_counts,
+        "notes": notes,
         "historian": {"state": state.get("historian", "idle"),
                       "last_failure": state.get("historian_failure")},
         "passes": reports[-RECENT_PASSES:],

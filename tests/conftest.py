@@ -14,6 +14,11 @@ REPO = Path(__file__).resolve().parents[1]
 SESSIONS = REPO.parent / "shared" / "data" / "sessions"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--fuzz-cases", type=int, default=None,
+                     help="cases of the fault suite's fuzzer (default $MC_FUZZ_CASES or 2000; 10000 for the full run)")
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     return [f"sqlite: {sqlite3.sqlite_version}", f"sessions: {SESSIONS}"]
 

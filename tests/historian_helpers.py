@@ -3,6 +3,7 @@ the raw store, and render a session's compartments as the golden markdown."""
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,16 @@ def load_pi(conn: sqlite3.Connection, path: Path = PI_LARGE, *, session_id: str 
 
 def compartments(conn: sqlite3.Connection, session_pk: int) -> list[sqlite3.Row]:
     return conn.execute("SELECT * FROM compartments WHERE session_pk = ? ORDER BY sequence", (session_pk,)).fetchall()
+
+
+def covered(conn: sqlite3.Connection, session_pk: int) -> tuple[int, int] | None:
+    """(first, last) ordinal the published compartments cover, checking they tile it without gap or overlap."""
+    rows = compartments(conn, session_pk)
+    if not rows:
+        return None
+    for before, after in itertools.pairwise(rows):
+        assert after["start_ordinal"] == before["end_ordinal"] + 1, (dict(before), dict(after))
+    return rows[0]["start_ordinal"], rows[-1]["end_ordinal"]
 
 
 def golden_markdown(conn: sqlite3.Connection, session_pk: int, source: str) -> str:

@@ -132,6 +132,25 @@ def test_reused_ids_pair_with_the_nearest_call() -> None:
     assert validate_pairing(openai, OPENAI) == [] and validate_pairing(openai, PI) == []
 
 
+def test_a_result_pairs_with_the_nearest_call_not_the_oldest_unanswered_one() -> None:
+    """An unanswered `call_0`, then a message holding another `call_0` and its result: nearest and oldest differ."""
+    messages = [
+        msg("m0", USER, text("go")),
+        msg("m1", ASSISTANT, call("call_0", "read")),  # never answered (the harness lost its result)
+        msg("m2", ASSISTANT, call("call_0", "bash"), result("call_0", "ran")),
+    ]
+    arcs = find_arcs(messages)
+    assert [(a.tool_id, a.call, a.results, a.tool_name, a.owner) for a in arcs] == [
+        ("call_0", (1, 0), (), "read", "m1"),  # the old call stays open
+        ("call_0", (2, 0), ((2, 1),), "bash", "m2"),
+    ]
+    assert arcs[0].is_open and not arcs[1].is_open
+    # Across messages: two unanswered calls, then one result: it answers the second (nearest) call.
+    across = [msg("a0", ASSISTANT, call("x", "first")), msg("a1", ASSISTANT, call("x", "second")),
+              msg("t2", TOOL, result("x", "out"))]
+    assert [(a.call, a.results) for a in find_arcs(across)] == [((0, 0), ()), ((1, 0), ((2, 0),))]
+
+
 def test_result_before_its_call_in_the_same_message() -> None:
     messages = [msg("m1", ASSISTANT, result("k"), call("k", "read"))]
     (arc,) = find_arcs(messages)

@@ -8,7 +8,7 @@ import sys
 import time
 
 import pytest
-from historian_helpers import NOW, PiBuilder, compartments, store_pi
+from historian_helpers import NOW, PiBuilder, compartments, covered, store_pi
 
 from magic_context.config.model import MCConfig
 from magic_context.history import chunk, extractive, publish, runner, wrapup
@@ -53,14 +53,16 @@ def test_lease_blocks_a_second_holder_until_it_expires(conn) -> None:
 
 
 def test_lease_prevents_two_concurrent_runs(conn) -> None:
-    pk = store_pi(conn, session().messages)
+    b = session()
+    pk = store_pi(conn, b.messages)
     assert runner.acquire_lease(conn, pk, "other", NOW, TTL)
     busy = runner.run_once(conn, pk, keep=4, now_ms=NOW + 10)
     assert busy.status == runner.BUSY and compartments(conn, pk) == []
     assert wrapup.wrapup(conn, pk, keep=4, now_ms=NOW + 10).disposition == wrapup.ALREADY_IN_PROGRESS
     # once the lease is older than historian.timeout_ms it is reclaimed
     done = runner.run_once(conn, pk, keep=4, now_ms=NOW + TTL + 1)
-    assert done.status == runner.PUBLISHED and compartments(conn, pk)
+    assert done.status == runner.PUBLISHED
+    assert covered(conn, pk) == (0, len(b.messages) - 6)  # all but the newest 4 (fenced back to their prompt)
     assert not runner.is_running(conn, pk, NOW + TTL + 2)
     assert state(conn, pk, runner.STATE_KEY)["state"] == "idle"
 
@@ -96,7 +98,8 @@ def test_trigger_mode_keeps_the_protected_tail_and_rereads_the_last_compartment(
 
 
 def test_inline_run_inside_the_callers_transaction(conn) -> None:
-    pk = store_pi(conn, session().messages)
+    b = session()
+    pk = store_pi(conn, b.messages)
     conn.execute("BEGIN IMMEDIATE")
     result = runner.run_once(conn, pk, keep=4, now_ms=NOW)
     assert conn.in_transaction and result.status == runner.PUBLISHED
@@ -105,7 +108,7 @@ def test_inline_run_inside_the_callers_transaction(conn) -> None:
     conn.execute("BEGIN IMMEDIATE")
     runner.run_once(conn, pk, keep=4, now_ms=NOW)
     conn.execute("COMMIT")
-    assert compartments(conn, pk)
+    assert covered(conn, pk) == (0, len(b.messages) - 6)
 
 
 class Failing:
@@ -147,6 +150,7 @@ def test_publish_dedups_facts_and_refuses_a_stale_chunk(conn) -> None:
     assert runner.run_once(conn, other, keep=1, now_ms=NOW).facts == 0
     rows = conn.execute("SELECT content, seen_count, source_type FROM memories").fetchall()
     assert [tuple(r) for r in rows] == [("Never commit secrets to the repo.", 2, "historian")]
+    assert state(conn, pk, publish.NOTE_TRIGGER_KEY) == NOW  # a publish arms the deferred-notes nudge
     assert publish.normalize_fact("  Never commit SECRETS to the repo!! ") == "never commit secrets to the repo"
     # a chunk read before another run published is refused
     digests, _ = chunk.digest_messages([], [])
@@ -189,7 +193,9 @@ def test_background_launch_runs_detached_and_adopts_the_lease(conn) -> None:
     while runner.is_running(conn, pk, int(time.time() * 1000)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not runner.is_running(conn, pk, int(time.time() * 1000))
-    assert compartments(conn, pk)
+    first, last = covered(conn, pk)
+    assert first == 0 and 0 < last < len(b.messages) - 4  # history folded, the protected tail left raw
+    assert last == state(conn, pk, publish.LAST_PUBLISH_KEY)["end"]
     assert state(conn, pk, runner.STATE_KEY)["state"] == "idle"
 
 

@@ -3,6 +3,7 @@ server on 127.0.0.1 (tests/fake_llm_server.py) for both wire formats, and the co
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sys
@@ -177,7 +178,12 @@ def test_timeout_falls_back_to_extractive(provider: str, server: FakeLLMServer, 
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["data"]["providers"] == ["extractive"]
     stored, failure = rows(pk)
-    assert stored and all(r["p1"] for r in stored)
+    first, last = map(int, _RANGE.search(server.requests[0].prompt).groups())
+    # the extractive fallback folds exactly the range the provider was asked for, without gaps
+    assert stored[0]["start_ordinal"] == first
+    assert stored[-1]["end_ordinal"] == last
+    assert all(b["start_ordinal"] == a["end_ordinal"] + 1 for a, b in itertools.pairwise(stored))
+    assert all(r["p1"] and r["title"] for r in stored)
     assert failure["class"] == "timeout" and failure["provider"] == provider
     assert failure["recovered_by"] == "extractive"
 

@@ -230,11 +230,38 @@ def test_unescape_is_single_pass():
     assert unescape_xml("&amp;lt; &lt; &gt; &quot; &apos; &#65; &#x42; &bogus; &") == "&lt; < > \" ' A B &bogus; &"
 
 
+def _well_formed(out) -> None:
+    """What holds for any parse: sorted compartments with numbers and titles, a truncation says why."""
+    starts = [c.start for c in out.compartments]
+    assert starts == sorted(starts)
+    assert all(c.title and c.content for c in out.compartments)
+    assert not out.truncated or out.warnings
+
+
 @given(st.text())
-def test_never_raises(text):
-    parse_historian_output(text)
+def test_never_raises_and_finds_nothing_in_text_without_tags(text):
+    out = parse_historian_output(text)
+    _well_formed(out)
+    if "<" not in text:
+        assert (out.compartments, out.facts, out.events, out.primers, out.truncated) == ([], [], [], [], False)
 
 
 @given(st.text(alphabet="<>/p1234 compartmentsaxyz=\"'\n&;", max_size=200))
 def test_never_raises_on_tag_soup(text):
-    parse_historian_output(text)
+    out = parse_historian_output(text)
+    _well_formed(out)
+    if "<compartment" not in text:
+        assert out.compartments == []
+
+
+NOISE = st.text(alphabet=st.characters(blacklist_characters="<&"), max_size=80)
+
+
+@given(NOISE, NOISE, st.integers(0, 10_000), st.integers(0, 50))
+def test_a_compartment_in_noise_is_read_exactly(before, after, start, length):
+    text = f'{before}<compartment start="{start}" end="{start + length}" title="Fix &amp; test">body {start}' \
+           f"</compartment>{after}"
+    out = parse_historian_output(text)
+    assert [(c.start, c.end, c.title, c.content) for c in out.compartments] == [
+        (start, start + length, "Fix & test", f"body {start}")]
+    assert out.truncated is False

@@ -329,11 +329,15 @@ def test_memory_admission_is_greedy_in_priority_order():
         {"id": 3, "category": "NAMING", "content": "p", "importance": 10, "status": "permanent"},
         {"id": 9, "category": "NAMING", "content": "gone", "importance": 100, "status": "archived"},
     ]
-    # Costs with estimate=len: #3 5+18, #1 6+30, #2 104 (stops here), #4 would fit but comes after.
+    # Costs with estimate=len: the wrapper 34, #3 5+18, #1 6+30, #2 104 (skipped), #4 5+28.
     text = render_project_memory(memories, 100, estimate=len)
     assert text == (
         "<project-memory>\n<ARCHITECTURE>\n#1: hi\n</ARCHITECTURE>\n<NAMING>\n#3: p\n</NAMING>\n</project-memory>"
     )
+    # A memory that does not fit is skipped and admission goes on: #4 comes after the too-big #2.
+    text = render_project_memory(memories, 126, estimate=len)
+    assert "#4: c" in text and "#2:" not in text and "#1: hi" in text
+    assert "#4: c" not in render_project_memory(memories, 125, estimate=len)
     assert render_project_memory(memories, 0) == ""
     assert "#9" not in render_project_memory(memories, 10**6)
 
@@ -359,8 +363,9 @@ def test_memory_recency_breaks_importance_ties():
         {"id": 1, "category": "NAMING", "content": "old", "last_seen_at": 10},
         {"id": 2, "category": "NAMING", "content": "new", "verified_at": 20},
     ]
-    # Only room for one line: the more recently seen/verified wins.
-    assert "#2: new" in render_project_memory(memories, 30, estimate=len)
+    # Only room for one line (wrapper 34 + category 18 + line 7): the more recently seen/verified wins.
+    text = render_project_memory(memories, 64, estimate=len)
+    assert "#2: new" in text and "#1:" not in text
 
 
 def test_user_profile_admission():

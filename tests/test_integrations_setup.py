@@ -201,11 +201,11 @@ def test_setup_json_envelope_and_usage_errors(world, mc, tmp_path):
     assert {c["action"] for c in result["changes"]} == {"create"}
 
     proc = mc("setup", "--project", str(world), env=env)
-    assert proc.returncode == 2 and "pass --harness opencode|pi" in proc.stderr.decode()
+    assert proc.returncode == 2 and "pass --harness opencode|pi|claude-code|codex" in proc.stderr.decode()
     proc = mc("setup", "--harness", "pi", "--project", str(world), "--global", env=env)
     assert proc.returncode == 2 and "exclude each other" in proc.stderr.decode()
-    proc = mc("setup", "--harness", "claude-code", env=env)
-    assert proc.returncode == 2 and "unknown harness 'claude-code'" in proc.stderr.decode()
+    proc = mc("setup", "--harness", "cursor", env=env)
+    assert proc.returncode == 2 and "unknown harness 'cursor'" in proc.stderr.decode()
 
 
 def test_doctor_checks_each_installed_harness(world):

@@ -87,10 +87,19 @@ def test_daemon_mode_runs_in_the_background(fake, mc) -> None:
         assert httpx.get(line["address"] + "/mc/health").json()["pid"] == line["pid"]
         again = mc("proxy", "--port", "0")
         assert again.returncode == 1 and "already running" in again.stderr.decode()
+        shown = mc("proxy", "status", "--json")
+        assert shown.returncode == 0, shown.stderr
+        state = json.loads(shown.stdout)["data"]
+        assert state["running"] and state["pid"] == line["pid"] and state["log_file"] == str(paths.log_path())
     finally:
         stopped = mc("proxy", "stop")
     assert stopped.returncode == 0, stopped.stderr
     assert not lifecycle.alive(line["pid"])
+    logged = paths.log_path().read_text()  # start and stop reach mc's own log, not only the daemon's output
+    assert f"proxy: listening at {line['address']} (pid {line['pid']}" in logged
+    assert f"proxy: stopped (pid {line['pid']})" in logged
+    gone = mc("proxy", "status", "--json")
+    assert gone.returncode == 1 and json.loads(gone.stdout)["data"]["running"] is False
 
 
 def test_bad_flags_and_a_taken_port_are_one_line_errors(mc) -> None:
@@ -116,7 +125,7 @@ def test_project_config_cannot_redirect_the_proxy(fake, mc, tmp_path) -> None:
 
     loaded = load_config(project)
     assert loaded.config.proxy.upstream_anthropic == fake.url
-    assert any(w.key == "proxy" for w in loaded.warnings)
+    assert any(w.key == "proxy.upstream_anthropic" for w in loaded.warnings)  # stripped key by key
 
 
 def test_client_auth_values_never_reach_log_database_or_status(fake, mc) -> None:

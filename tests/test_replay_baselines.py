@@ -134,3 +134,70 @@ def test_clear_tool_uses_falls_back_to_overflow_compaction() -> None:
     served = clear.serve(_session(5, 800))
     assert served.compacted and not served.edited
     assert [u[1] for u in served.units] == [404, 18, 804]
+
+
+def test_each_harness_gets_its_own_native_and_the_recording_chooses() -> None:
+    assert bl.profile_for("native", m.PI) is bl.PROFILES["pi"]
+    assert bl.profile_for("native", m.ANTHROPIC) is bl.PROFILES["claude-code"]
+    assert bl.profile_for("native", m.OPENCODE) is bl.PROFILES["opencode"]
+    assert bl.profile_for("native", m.OPENAI_RESPONSES) is bl.PROFILES["codex"]
+    assert bl.profile_for("native:opencode", m.PI) is bl.PROFILES["opencode"]  # a named one wins
+    assert bl.profile_for("native", None) is bl.GENERIC
+    assert set(bl.NATIVES) == {"native:claude-code", "native:opencode", "native:pi", "native:codex"}
+    for profile in bl.PROFILES.values():
+        assert profile.source and 0.8 < profile.trigger < 0.95 and 0 <= profile.tail <= 0.1
+
+
+def test_native_pi_compacts_late_keeps_a_tenth_and_its_summary_call_misses_the_cache() -> None:
+    """Window 20 000, arcs of 1 022 tokens. Pi compacts past 92% (18 400): n = 17 → 104 + 17 × 1 022 =
+    17 478 stays; n = 18 → 18 500 compacts. Tail ≤ 2 000 tokens: one arc (two would be 2 044). Summary
+    1 000 tokens (Pi's measured size; 10% of the window is 2 000)."""
+    native = bl.Baseline("native", _counter(), 20_000, harness=m.PI)
+    full = _session(19, 1000)
+    assert not native.serve(full[:35]).compacted
+    served = native.serve(full[:37])
+    assert served.compacted and [u[1] for u in served.units] == [1004, 18, 1004]
+    (call,) = served.extra
+    assert not call.cached and call.output_tokens == 1000
+    ledger = Ledger(pricing("anthropic-sonnet"), 300_000)
+    charge = ledger.add(call.units, 0, output_tokens=call.output_tokens, extra=True, cached=call.cached)
+    assert charge.uncached == 18_500 + 200 and charge.read == 0
+
+
+def test_native_claude_code_keeps_no_tail_but_the_current_turn() -> None:
+    native = bl.Baseline("native:claude-code", _counter(), 10_000)
+    served = native.serve(_session(9, 1000))  # 9 302 > 83.5% of 10 000
+    assert served.compacted and served.extra[0].cached
+    assert [u[1] for u in served.units] == [1004, 18, 1004]  # summary (10% of the window) + the last arc
+
+
+def test_native_codex_keeps_only_recent_user_messages() -> None:
+    history = _session(4, 1000)
+    history.append(m.Message("u1", m.USER, [m.Block(m.TEXT, "now please fix tests/test_parser.py and commit")]))
+    history += _session(4, 1000)[1:]
+    native = bl.Baseline("native:codex", _counter(), 9000)  # 9 × 1 022 + 2 users > 90%
+    served = native.serve(history)
+    assert served.compacted and not served.extra[0].cached
+    seen, texts = native.view(history)
+    assert [msg.id for msg in seen] == ["u0", "u1"]  # both user messages fit the 900-token tail
+    assert served.tokens == 904 + 104 + 10  # summary + "task…" (100 words) + the 6-word request
+    assert texts[0].count("Called bash") == 8 and "User:" not in texts[0]  # kept users are not repeated
+
+
+def test_native_retention_is_measured_on_what_its_summary_and_tail_show() -> None:
+    from magic_context.replay.anchors import Retention
+
+    history = [m.Message("u0", m.USER, [m.Block(m.TEXT, "please refactor src/pkg/parser.py into two modules")])]
+    for i in range(1, 10):
+        history.append(m.Message(f"a{i}", m.ASSISTANT, [
+            m.Block(m.TOOL_CALL, tool_id=f"c{i}", tool_name="read", input={"path": f"src/pkg/mod{i}.py"})]))
+        history.append(m.Message(f"t{i}", m.TOOL, [m.Block(m.TOOL_RESULT, " ".join(["x"] * 1000), tool_id=f"c{i}")]))
+    native = bl.Baseline("native:pi", _counter(), 10_000)
+    tracker = Retention()
+    for end in range(3, len(history) + 1, 2):
+        native.serve(history[:end])
+        tracker.measure(history[:end], *native.view(history[:end]))
+    summary = tracker.summary()
+    assert native.summaries >= 1 and summary["passes"] >= 1
+    assert summary["instructions"]["min"] == 1.0  # the request is lifted into the summary
+    assert 0 < summary["min"] <= summary["mean"] <= 1

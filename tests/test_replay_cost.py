@@ -88,3 +88,28 @@ def test_parse_ttl_and_unknown_pricing() -> None:
     with pytest.raises(BadInput):
         cost.pricing("gemini")
     assert cost.common_prefix([A, B, C], [A, B]) == 2500
+
+
+def test_an_uncached_extra_call_pays_full_input_and_leaves_the_cache_alone() -> None:
+    """Pi and Codex build their summary request anew: no cache read or write, and the next pass still
+    extends the conversation's cached prefix."""
+    ledger = cost.Ledger(cost.pricing("anthropic-sonnet"), cost.parse_ttl("5m"))
+    ledger.add([A, B], 0)
+    summary = ledger.add([("summarize", 2700)], MINUTE, output_tokens=1000, extra=True, cached=False)
+    assert (summary.read, summary.write, summary.uncached) == (0, 0, 2700)
+    assert summary.usd == pytest.approx((2700 * 3.0 + 1000 * 15.0) / 1e6)
+    after = ledger.add([A, B, C], MINUTE)
+    assert after.read == 2500 and not after.bust
+    assert (ledger.extra_calls, ledger.uncached_tokens, ledger.busts) == (1, 2700, 0)
+
+
+def test_resent_read_share_counts_only_what_was_sent_before() -> None:
+    """A, B then A, B, C: 2 500 re-sent, all read. Then a bust that keeps A and drops B: A (2 000) re-sent
+    and read, C (1 000) re-sent but behind the break, so written again."""
+    ledger = cost.Ledger(cost.pricing("anthropic-sonnet"), cost.parse_ttl("5m"))
+    ledger.add([A, B], 0)
+    ledger.add([A, B, C], MINUTE)
+    assert (ledger.resent_tokens, ledger.resent_read) == (2500, 2500) and ledger.resent_read_share == 1.0
+    ledger.add([A, C], 2 * MINUTE)
+    assert (ledger.resent_tokens, ledger.resent_read) == (2500 + A[1] + C[1], 2500 + A[1])
+    assert ledger.read_share < ledger.resent_read_share < 1

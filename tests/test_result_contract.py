@@ -21,15 +21,15 @@ PROBLEM_KEYS = {"code", "message", "fix"}
 SESSION = "contract"
 
 DATA_KEYS = {
-    "status": {"session", "context", "tags", "pending_drops", "raw_messages", "compartments", "memories",
-               "historian", "passes", "cache", "paths"},
+    "status": {"session", "context", "tags", "pending_drops", "raw_messages", "compartments", "memories", "memory",
+               "notes", "historian", "passes", "cache", "paths"},
     "doctor": {"checks", "summary", "paths"},
     "migrate": {"database", "dry_run", "applied", "pending", "already_applied", "schema_version", "target_version"},
     "reduce": {"queued", "already_pending", "message"},
     "wrapup": {"disposition", "reason", "rounds", "compartments", "facts", "start", "end", "keep", "providers",
                "failure"},
     "replay": {"file", "format", "harness", "context_limit", "context_limit_source", "ttl_seconds", "mode",
-               "pricing", "strategies", "passes", "messages", "harness_compactions_removed"},
+               "pricing", "strategies", "passes", "messages", "harness_compactions_removed", "config"},
     "setup": {"results"},
 }
 

@@ -10,12 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SQL_CALL = re.compile(r"\.(?:execute|executemany|executescript)\(")
 
 # path -> (number of SQL calls, why they are not in store/ yet)
-ALLOWED = {
-    "magic_context/history/publish.py": (3, "memories: moved by #12 memory work (fact promotion)"),
-    "magic_context/history/runner.py": (1, "memories: moved by #12 memory work (historian prompt's memories)"),
-    "magic_context/transform/head.py": (1, "memories: moved by #12 memory work (m[0] memory block)"),
-    "magic_context/status.py": (1, "memories: moved by #12 memory work (active memory count)"),
-}
+ALLOWED: dict[str, tuple[int, str]] = {}
 
 
 def sql_calls() -> dict[str, int]:

@@ -64,8 +64,10 @@ def test_estimate_edge_cases():
     assert tokens.estimate("") == 0
     assert tokens.estimate("a") == 1
     assert tokens.estimate(" ") == 1
-    assert tokens.estimate("\ud800\udfff lone surrogates") >= 1  # never raises on bad unicode
-    assert tokens.estimate(".a" * 1000) >= 1000  # discounts never drive it below the pre-token floor
+    # never raises on bad unicode, and the rest of the text still counts (" lone surrogates" alone is ~3)
+    assert 3 <= tokens.estimate("\ud800\udfff lone surrogates") <= 6
+    assert tokens.estimate("\ud800\udfff lone surrogates") >= tokens.estimate("lone surrogates")
+    assert 1000 <= tokens.estimate(".a" * 1000) <= 1100  # discounts never drive it below the pre-token floor
     assert tokens.estimate("=" * 10_000) > 0
     assert len(tokens.features(TEXT.encode("utf-8", "surrogatepass"))) == len(tokens.FEATURES)
 

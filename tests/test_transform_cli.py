@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -113,7 +114,10 @@ def test_bare_arrays(mc, array) -> None:
     result, out = run(mc, array, "--project", "/tmp")
     assert result.returncode == 0, result.stderr
     assert isinstance(out, list) and len(out) == len(array) + 2
-    assert "x = 1" in dumps(out) and "§" in dumps(out)
+    served = dumps(out[2:])  # after the two head messages: the input, each part tagged in order
+    expected = ["§1§ hello", "§2§ x = 1"] if array is OPENCODE_ARRAY else ["§1§ hello", "§2§ Hi", "§3§ x = 1"]
+    assert re.findall(r"§\d+§ [^\"]*", served) == expected
+    assert json.loads(re.sub(r"§\d+§ ", "", served)) == array  # nothing else changed
 
 
 def test_envelope_and_report_line(mc, isolated_dirs) -> None:
@@ -143,10 +147,12 @@ def test_dry_run_persists_nothing(mc, isolated_dirs) -> None:
 
 def test_now_overrides_the_clock(mc) -> None:
     later = NOW + 86_400_000 * 40
-    result, out = run(mc, dict(ANTHROPIC_BODY, model="claude-sonnet-4-5"), "--project", "/tmp")
-    doc = envelope(ANTHROPIC_BODY["messages"], harness="anthropic", system="S", now=later)
-    result, out = run(mc, doc)
-    assert result.returncode == 0 and "Today's date: 2026-01-03" in out["system"]
+    for now, day in ((NOW, "2025-11-24"), (later, "2026-01-03")):
+        doc = envelope(ANTHROPIC_BODY["messages"], harness="anthropic", system="S", now=now, session_id=f"s{now}")
+        result, out = run(mc, doc)
+        assert result.returncode == 0, result.stderr
+        dates = [line for line in out["system"].splitlines() if line.startswith("Today's date:")]
+        assert dates == [f"Today's date: {day}"], dates
 
 
 MALFORMED = {

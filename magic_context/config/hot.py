@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from magic_context import paths
 from magic_context.config.files import ConfigWarning, deep_merge, get_path, project_config_path, read_toml
-from magic_context.config.trust import enforce_raise_only, strip_untrusted
+from magic_context.config.trust import duration_ms, enforce_direction, strip_untrusted
 from magic_context.records import Factory, record
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from magic_context.paths import StrPath
 
 _DURATION: Final = re.compile(r"^(?:never|\d+(?:\.\d+)?(?:ms|s|m|h|d))$")
-_UNITS_MS: Final = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 Validator = Callable[[object], bool]
 
@@ -112,17 +111,6 @@ class HotConfig:
         return value.get("default", HOT_KEYS[key][0] if not isinstance(HOT_KEYS[key][0], dict) else None)
 
 
-def duration_ms(text: str) -> float:
-    """'5m' -> 300000; 'never' -> infinity."""
-    text = text.strip()
-    if text == "never":
-        return math.inf
-    match = re.match(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$", text)
-    if not match:
-        raise ValueError(f"not a duration: {text!r}")
-    return float(match.group(1)) * _UNITS_MS[match.group(2)]
-
-
 def _hot_subset(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[ConfigWarning]]:
     """The valid hot keys of one tier as a nested dict; invalid ones warn and fall back to defaults."""
     out: dict[str, Any] = {}
@@ -165,10 +153,13 @@ def load_hot(project_dir: StrPath | None = None, *, user_file: StrPath | None = 
     if project_path is not None:
         project_raw, project_warnings = read_toml(project_path)
         warnings += project_warnings
-        trusted, _stripped = strip_untrusted(project_raw, str(project_path))
-        project, _invalid = _hot_subset(trusted, str(project_path))
-        user_effective = {k.split(".")[0]: v for k, v in _flatten_defaults(user).items() if "." not in k}
-        project, _lowered = enforce_raise_only(project, user_effective, str(project_path))
+        trusted, stripped = strip_untrusted(project_raw, str(project_path))
+        project, invalid = _hot_subset(trusted, str(project_path))
+        user_effective: dict[str, Any] = {}
+        for dotted, value in _flatten_defaults(user).items():
+            user_effective = deep_merge(user_effective, _nest(dotted, value))
+        project, wrong_way = enforce_direction(project, user_effective, str(project_path))
+        warnings += stripped + invalid + wrong_way
         merged = deep_merge(user, project)
     return HotConfig(_flatten_defaults(merged), warnings)
 

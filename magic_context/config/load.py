@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from magic_context import paths
 from magic_context.config.files import ConfigWarning, deep_merge, project_config_path, read_toml
 from magic_context.config.model import MCConfig
-from magic_context.config.trust import enforce_raise_only, strip_untrusted
+from magic_context.config.trust import enforce_direction, strip_untrusted
 from magic_context.records import Factory, record
 
 _MAX_FIX_ROUNDS = 50
@@ -96,7 +96,7 @@ def load_config(project_dir: Path | None = None, *, user_file: Path | None = Non
         project_clean, tier_warnings = validate_tier(trusted, str(project_path))
         warnings += tier_warnings
         user_effective = MCConfig.model_validate(user_clean).model_dump()
-        project_clean, raise_warnings = enforce_raise_only(project_clean, user_effective, str(project_path))
+        project_clean, raise_warnings = enforce_direction(project_clean, user_effective, str(project_path))
         warnings += raise_warnings
 
     try:

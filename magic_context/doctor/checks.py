@@ -47,8 +47,12 @@ def _config(ctx: DoctorContext) -> CheckResult:
     files = [str(f) for f in (loaded.user_file, loaded.project_file) if f is not None and f.exists()]
     ctx.notes["config"] = loaded
     if loaded.warnings:
-        return CheckResult(Status.WARN, f"{len(loaded.warnings)} problem(s); affected keys use their defaults",
-                           tuple(str(w) for w in loaded.warnings))
+        untrusted = sum(1 for w in loaded.warnings if "project config" in w.reason)
+        detail = f"{len(loaded.warnings)} problem(s); affected keys use their defaults"
+        if untrusted:
+            detail = (f"{len(loaded.warnings)} problem(s): {untrusted} project key(s) stripped by the trust boundary "
+                      "(your config or the default applies); other affected keys use their defaults")
+        return CheckResult(Status.WARN, detail, tuple(str(w) for w in loaded.warnings))
     return CheckResult(Status.OK, "valid: " + (", ".join(files) if files else "no config files; using defaults"))
 
 

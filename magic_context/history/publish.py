@@ -1,8 +1,9 @@
 """Publish one validated historian answer in a single transaction (reference §4.3 "Publishing").
 
 Writes compartments (p1–p4, importance, episode_type, ordinals, boundary message ids, times), their
-events, facts promoted to project memories with exact de-duplication on (project, category,
-normalized hash) — a repeat bumps `seen_count` — and `session_state.historian_last_publish`.
+events, facts promoted to project memories through `memory.engine.promote_facts` (exact
+de-duplication on (project, category, normalized hash) — a repeat bumps `seen_count` — and the
+historian TTLs), `session_state.historian_last_publish`, and the notes nudge trigger.
 
 It queues NO drops: the transform removes raw messages at or below the last compartment's end on its
 next cache-busting pass (the fold watermark), so a publish never forces a bust. The publish is
@@ -12,12 +13,11 @@ since the chunk was read. Stdlib only.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import sqlite3
 from typing import TYPE_CHECKING
 
 from magic_context.errors import MCError
+from magic_context.memory import engine, model
 from magic_context.records import record
 from magic_context.store import compartments as compartment_store
 from magic_context.store import state as state_store
@@ -28,9 +28,8 @@ if TYPE_CHECKING:
     from magic_context.history.validate import ValidatedOutput
 
 LAST_PUBLISH_KEY = "historian_last_publish"
+NOTE_TRIGGER_KEY = "note_trigger_at"  # = transform.note_nudge.TRIGGER_KEY (a test checks)
 DEFAULT_IMPORTANCE = 50
-FACT_SOURCE = "historian"
-_TRAILING = re.compile(r"[\s.!;:,]+$")
 
 
 class StalePublish(MCError):
@@ -50,14 +49,13 @@ class PublishResult:
 
 
 def normalize_fact(text: str) -> str:
-    """The form facts are de-duplicated on: lower case, single spaces, no trailing punctuation or bullet."""
-    text = " ".join(text.split()).lower().lstrip("*-• ").strip()
-    return _TRAILING.sub("", text)
+    """The form facts are de-duplicated on (`memory.model.normalize`)."""
+    return model.normalize(text)
 
 
 def fact_hash(text: str) -> str:
-    """`memories.normalized_hash` of a fact: sha256 of `normalize_fact`, hex, first 32 digits."""
-    return hashlib.sha256(normalize_fact(text).encode("utf-8")).hexdigest()[:32]
+    """`memories.normalized_hash` of a fact (`memory.model.content_hash`)."""
+    return model.content_hash(text)
 
 
 transaction = atomic  # the old name; new code uses `store.db.atomic`
@@ -69,31 +67,6 @@ def last_compartment_end(conn: sqlite3.Connection, session_pk: int) -> int | Non
 
 
 set_state = state_store.set_state  # the old home of `store.state.set_state`
-
-
-def _promote(conn: sqlite3.Connection, project_id: str, session_id: str, facts: tuple, now_ms: int,
-             ) -> tuple[int, int]:
-    new = seen = 0
-    for fact in facts:
-        content = " ".join(fact.content.split())
-        if not content:
-            continue
-        digest = fact_hash(content)
-        row = conn.execute("SELECT id FROM memories WHERE project_id = ? AND category = ? AND normalized_hash = ?",
-                           (project_id, fact.category, digest)).fetchone()
-        if row is not None:
-            conn.execute("UPDATE memories SET seen_count = seen_count + 1, last_seen_at = ?, updated_at = ? "
-                         "WHERE id = ?", (now_ms, now_ms, row[0]))
-            seen += 1
-            continue
-        conn.execute(
-            "INSERT INTO memories (project_id, category, content, normalized_hash, status, importance, "
-            "source_session, source_type, created_at, updated_at, last_seen_at) "
-            "VALUES (?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?)",
-            (project_id, fact.category, content, digest, DEFAULT_IMPORTANCE, session_id, FACT_SOURCE,
-             now_ms, now_ms, now_ms))
-        new += 1
-    return new, seen
 
 
 def publish(conn: sqlite3.Connection, session_pk: int, validated: ValidatedOutput, chunk: Chunk, *,
@@ -128,7 +101,8 @@ def publish(conn: sqlite3.Connection, session_pk: int, validated: ValidatedOutpu
                 events += 1
             new = seen = 0
             if promote_facts and validated.promote_unanchored and project_id:
-                new, seen = _promote(conn, project_id, session_id or str(session_pk), validated.facts, now_ms)
+                new, seen = engine.promote_facts(conn, project_id, session_id or str(session_pk),
+                                                 [(f.category, f.content) for f in validated.facts], now_ms)
             result = PublishResult(first_sequence, sequence, len(comps), comps[0].start, comps[-1].end,
                                    new, seen, events)
             set_state(conn, session_pk, LAST_PUBLISH_KEY, {
@@ -136,6 +110,7 @@ def publish(conn: sqlite3.Connection, session_pk: int, validated: ValidatedOutpu
                 "sequence_to": sequence, "start": result.start, "end": result.end, "compartments": len(comps),
                 "facts_new": new, "facts_seen": seen, "next_start": validated.next_start,
             }, now_ms)
+            set_state(conn, session_pk, NOTE_TRIGGER_KEY, now_ms, now_ms)  # the deferred-notes nudge (§2.3)
     except sqlite3.Error as exc:
         raise classify(exc) from exc
     return result

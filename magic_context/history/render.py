@@ -310,16 +310,17 @@ def _priority(memory: Any) -> tuple[int, float, float, int]:
 
 
 def select_memories(
-    memories: Iterable[Any], budget_tokens: float, *, estimate: Estimator = estimate_tokens
+    memories: Iterable[Any], budget_tokens: float, *, estimate: Estimator = estimate_tokens, overhead: str = "",
 ) -> list[Any]:
-    """Greedy admission: permanent first, importance desc, recency desc, id; stop at the first misfit.
+    """Greedy admission in priority order (permanent, importance desc, recency desc, id) within the budget.
 
-    A memory costs its line plus, the first time its category appears, the category wrapper.
-    Only `active` and `permanent` memories render.
+    `overhead` (the block wrapper) is charged first. A memory costs its line plus, the first time its
+    category appears, the category wrapper; one that does not fit is skipped and later, smaller ones
+    may still fit. Only `active` and `permanent` memories render.
     """
     chosen: list[Any] = []
     seen: set[str] = set()
-    used = 0
+    used = estimate(overhead) if overhead else 0
     live = [m for m in memories if _get(m, "status", "active") in _RENDERED_MEMORY_STATUSES]
     for memory in sorted(live, key=_priority):
         category = str(_get(memory, "category", ""))
@@ -327,7 +328,7 @@ def select_memories(
         if category not in seen:
             cost += estimate(f"<{category}>\n</{category}>")
         if used + cost > budget_tokens:
-            break
+            continue
         chosen.append(memory)
         seen.add(category)
         used += cost
@@ -361,7 +362,9 @@ def render_project_memory(
 ) -> str:
     """m[0]'s `<project-memory>` block after greedy budget admission; "" when nothing is admitted."""
     budget = DEFAULT_MEMORY_BUDGET_TOKENS if budget_tokens is None else budget_tokens
-    return render_memory_block(select_memories(memories, budget, estimate=estimate), "project-memory")
+    wrapper = "project-memory"
+    return render_memory_block(select_memories(memories, budget, estimate=estimate,
+                                               overhead=f"<{wrapper}>\n</{wrapper}>"), wrapper)
 
 
 def render_user_profile(

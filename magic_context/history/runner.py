@@ -5,7 +5,8 @@
 mode for trigger runs, keep mode for `mc wrapup`), renders the chunk, asks the provider chain
 (configured providers, then `extractive`, always last), validates strictly (one repair per provider),
 and publishes. It records `session_state.historian` ({"state": "running"|"idle", …}, for `mc status`)
-and `historian_failure` ({class, provider, at, message}) when a provider failed, or class "degraded" when
+(the idle state lists the run's answered requests with their tokens, `last_calls`, so a replay can
+bill them) and `historian_failure` ({class, provider, at, message}) when a provider failed, or class "degraded" when
 the extractive answer fell back to its coarse cut (still published, so a run always makes progress) —
 cleared once a run succeeds cleanly.
 
@@ -34,6 +35,7 @@ from magic_context.history import boundary, chunk, publish, trigger
 from magic_context.records import Factory, record
 from magic_context.store import compartments as compartment_store
 from magic_context.store import leases, passes, sessions
+from magic_context.store import memories as memory_store
 from magic_context.store import raw as raw_store
 from magic_context.store import state as state_store
 from magic_context.store.db import atomic
@@ -328,7 +330,10 @@ def _run(conn: sqlite3.Connection, session_pk: int, *, provider: Any, keep: int 
         _state(conn, session_pk, STATE_KEY, {"state": "running", "since": now, "pid": os.getpid(), "mode": mode}, now)
         result = _produce(conn, session_pk, session, config, provider=provider, keep=keep, emergency=emergency,
                           now=now, holder=holder)
-        idle = {"state": "idle", "last_run_at": now, "last_status": result.status, "last_provider": result.provider}
+        idle = {"state": "idle", "last_run_at": now, "last_status": result.status, "last_provider": result.provider,
+                "last_calls": [{"provider": a.provider, "model": a.model, "input_tokens": a.input_tokens,
+                                "output_tokens": a.output_tokens, "source": a.tokens_source}
+                               for a in result.attempts if a.tokens_source]}
         _state(conn, session_pk, STATE_KEY, idle, now)
         return result
     except BaseException:
@@ -362,9 +367,8 @@ def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, confi
     the_chunk = p.chunk
     final = not the_chunk.has_more
     references = compartment_store.references(conn, session_pk, prompt.MAX_REFERENCES)
-    memories = conn.execute("SELECT category, content FROM memories WHERE project_id = ? AND status IN "
-                            "('active', 'permanent') ORDER BY importance DESC, id LIMIT ?",
-                            (session.project_id, prompt.MAX_MEMORIES)).fetchall() if session.project_id else []
+    memories = memory_store.for_prompt(conn, session.project_id, now, prompt.MAX_MEMORIES) \
+        if session.project_id else []
     text = prompt.build_prompt(the_chunk, references, memories)
     no_discard = emergency or (keep is not None and final)
 

@@ -164,7 +164,7 @@ def _manifest_bytes(manifest: dict[str, Any]) -> bytes:
     return (json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
-def _missing_dirs(targets: Iterable[Path]) -> list[Path]:
+def missing_dirs(targets: Iterable[Path]) -> list[Path]:
     """Directories that do not exist yet above (or at) the targets, outermost first."""
     missing: list[Path] = []
     for target in targets:
@@ -187,7 +187,7 @@ def install_extension(harness: str, scope: Scope, install_dir: Path, *, config: 
     previous = read_manifest(install_dir) or {}
     extras = [(Path(p), data, detail) for p, data, detail in extras if files.read_bytes(Path(p)) is None
               and not Path(p).is_dir()]
-    created_dirs = _missing_dirs([install_dir, *(p if data is None else p.parent for p, data, _ in extras)])
+    created_dirs = missing_dirs([install_dir, *(p if data is None else p.parent for p, data, _ in extras)])
 
     plan = Plan()
     for name in PLUGIN_FILES:
@@ -206,7 +206,7 @@ def install_extension(harness: str, scope: Scope, install_dir: Path, *, config: 
             new_text = config.new_file if text is None else jsonc.append_to_array(
                 text, config.key, config.value, source=str(config.path))
             config_after = new_text.encode("utf-8")
-            created_dirs += [d for d in _missing_dirs([config.path.parent]) if d not in created_dirs]
+            created_dirs += [d for d in missing_dirs([config.path.parent]) if d not in created_dirs]
             plan.write(config.path, config_after, f"add {config.value!r} to `{config.key}`")
     result.changes += files.apply(plan, dry_run=dry_run, label=harness)
 
@@ -346,5 +346,5 @@ def _plan_entry_removal(plan: Plan, path: Path, key: str, value: Any) -> None:
 
 
 __all__ = ["INSTALL_DIR", "MANIFEST", "ConfigEntry", "Detection", "Scope", "SetupResult", "Verification",
-           "bundled", "client_version", "detect", "install_extension", "installed_in", "mc_command", "read_manifest",
-           "uninstall_extension", "verification", "verify_extension", "version_warnings"]
+           "bundled", "client_version", "detect", "install_extension", "installed_in", "mc_command", "missing_dirs",
+           "read_manifest", "uninstall_extension", "verification", "verify_extension", "version_warnings"]

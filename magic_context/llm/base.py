@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from magic_context.errors import MCError
-from magic_context.log import redact
+from magic_context.log import redact, register_secret
 from magic_context.records import record
 
 MAX_DETAIL_CHARS = 240
@@ -134,6 +134,7 @@ def read_key(provider: str, env_name: str | None, config_path: str) -> str | Non
         raise ProviderAuthError(
             f"API key env var {env_name} is not set", provider=provider,
             fix=f"export {env_name}=… (or point {config_path}.api_key_env at the variable that holds the key)")
+    register_secret(value)  # redacted by its value: the variable's name need not look secret
     return value
 
 

@@ -2,7 +2,8 @@
 
 Each provider gets one request; output that fails `validate` gets ONE repair request; a provider error or
 a second invalid answer moves on to the next provider. Every request is recorded as an `Attempt` so the
-caller can report failures (class, provider, time) in `mc status`.
+caller can report failures (class, provider, time) in `mc status`, and what each answered request cost
+in tokens (`call_tokens`: the provider's usage, else estimates) so replays can bill it.
 """
 
 from __future__ import annotations
@@ -50,10 +51,30 @@ class Attempt:
     error: str | None
     ms: int
     repair: bool = False
+    input_tokens: int = 0  # prompt tokens of the request (0 when it got no answer: nothing to bill)
+    output_tokens: int = 0
+    tokens_source: str = ""  # "provider" (its reported usage), "estimate", or "" (no answer)
 
     @property
     def ok(self) -> bool:
         return self.kind == OK
+
+
+def call_tokens(system: str, prompt: str, completion: Completion) -> tuple[int, int, str]:
+    """(input, output, source) of one answered request: the provider's reported usage (Anthropic
+    input + cache read/write and output tokens, OpenAI prompt/completion tokens), else estimates."""
+    usage = completion.usage or {}
+
+    def whole(*keys: str) -> int:
+        return sum(v for k in keys if isinstance(v := usage.get(k), int) and not isinstance(v, bool))
+
+    reported_in = whole("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "prompt_tokens")
+    reported_out = whole("output_tokens", "completion_tokens")
+    if reported_in and reported_out:
+        return reported_in, reported_out, "provider"
+    from magic_context import tokens
+
+    return tokens.estimate(system) + tokens.estimate(prompt), tokens.estimate(completion.text), "estimate"
 
 
 def build_chain(historian: Any, *, extractive: Any = None, sleep: Sleep | None = None) -> list[Provider]:
@@ -115,13 +136,17 @@ class _Recorder:
 
     def __init__(self) -> None:
         self.attempts: list[Attempt] = []
+        self._tokens: tuple[int, int, str] = (0, 0, "")
 
     def request(self, provider: Provider, system: str, prompt: str, max_tokens: int | None,
                 *, repair: bool) -> Completion | None:
         """Call the provider; on failure record it and return None."""
         started = time.monotonic()
+        self._tokens = (0, 0, "")
         try:
-            return provider.complete(system, prompt, max_tokens=max_tokens)
+            completion = provider.complete(system, prompt, max_tokens=max_tokens)
+            self._tokens = call_tokens(system, prompt, completion)
+            return completion
         except ProviderError as exc:
             self.add(provider, exc.kind, _error_text(exc), elapsed_ms(started), repair)
         except Exception as exc:  # a provider bug must not stop the chain; it is recorded as "internal"
@@ -129,8 +154,11 @@ class _Recorder:
         return None
 
     def add(self, provider: Provider, kind: str, error: str | None, ms: int, repair: bool) -> None:
+        tokens_in, tokens_out, source = self._tokens
+        self._tokens = (0, 0, "")
         self.attempts.append(Attempt(provider=provider.name, model=getattr(provider, "model", None), kind=kind,
-                                     error=error, ms=ms, repair=repair))
+                                     error=error, ms=ms, repair=repair, input_tokens=tokens_in,
+                                     output_tokens=tokens_out, tokens_source=source))
 
 
 def complete_with_chain(
@@ -181,6 +209,7 @@ __all__ = [
     "Attempt",
     "ChainExhausted",
     "build_chain",
+    "call_tokens",
     "complete_with_chain",
     "default_repair_prompt",
 ]

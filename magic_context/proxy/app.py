@@ -146,7 +146,8 @@ async def _forward(state: ProxyState, request: Request) -> Response:
         state.counts["rewritten" if outcome.rewritten else "forwarded_unchanged"] += 1
 
     assert state.client is not None
-    url = routes.upstream_url(settings.upstreams[upstream], path, request.url.query)
+    base = routes.upstream_override(request.headers) or settings.upstreams[upstream]
+    url = routes.upstream_url(base, path, request.url.query)
     upstream_request = state.client.build_request(request.method, url, content=body,
                                                   headers=routes.forward_headers(request.headers.items()))
     try:
@@ -154,13 +155,13 @@ async def _forward(state: ProxyState, request: Request) -> Response:
     except httpx.TimeoutException as exc:
         state.counts["upstream_errors"] += 1
         log.warning(f"proxy: upstream {upstream} timed out on {path}: {type(exc).__name__}")
-        return _error(wire, 504, f"mc proxy: the upstream ({settings.upstreams[upstream]}) did not answer in time "
+        return _error(wire, 504, f"mc proxy: the upstream ({base}) did not answer in time "
                       f"({type(exc).__name__}); proxy.connect_timeout_s / proxy.read_timeout_s in your mc config")
     except httpx.HTTPError as exc:
         state.counts["upstream_errors"] += 1
         log.warning(f"proxy: upstream {upstream} unreachable on {path}: {exc}")
-        return _error(wire, 502, f"mc proxy: cannot reach the upstream ({settings.upstreams[upstream]}): {exc}; "
-                      "check --upstream-anthropic / --upstream-openai")
+        return _error(wire, 502, f"mc proxy: cannot reach the upstream ({base}): {exc}; "
+                      "check --upstream-anthropic / --upstream-openai (or the client's x-mc-upstream header)")
 
     receipt = outcome.receipt if outcome is not None and answer.status_code == 200 else None
     kind = answer.headers.get("content-type", "")

@@ -4,7 +4,8 @@ One managed proxy per data directory: its record (`<data dir>/proxy.json`: pid, 
 upstreams, version) is written once it listens and removed when it stops. SIGTERM and SIGINT stop
 it gracefully: no new connections, in-flight answers (streams included) finish, for up to
 `proxy.shutdown_grace_s`; a second Ctrl-C forces. `--daemon` starts the same server as a detached
-process whose output goes to `<data dir>/logs/proxy.log`.
+process whose output goes to `<data dir>/logs/proxy.log`. Start, stop and every warning (fail-opens,
+upstream errors) go to mc's log (`magic_context.log`, redacted) in either mode.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 import threading
 import time
 
-from magic_context import __version__, paths
+from magic_context import __version__, log, paths
 from magic_context.errors import BadInput, CheckFailed
 
 TYPE_CHECKING = False
@@ -155,6 +156,8 @@ def serve(settings: ProxySettings, *, on_ready: Callable[[dict[str, Any]], None]
 
     def ready(record: dict[str, Any]) -> None:
         _write_record(record)
+        log.info(f"proxy: listening at {record['address']} (pid {record['pid']}, mc {__version__}; upstreams "
+                 f"anthropic {settings.upstream_anthropic}, openai {settings.upstream_openai})")
         on_ready(record)
 
     server, _record = make_server(settings, sock, on_ready=ready, debug=debug)
@@ -169,15 +172,17 @@ def serve(settings: ProxySettings, *, on_ready: Callable[[dict[str, Any]], None]
             signal.signal(signal.SIGTERM, previous)
         _remove_record(os.getpid())
         sock.close()
+        log.info(f"proxy: stopped (pid {os.getpid()})")
 
 
 def status(timeout_s: float = 2.0) -> dict[str, Any]:
-    """Whether the managed proxy runs and what its health endpoint says."""
+    """Whether the managed proxy runs and what its health endpoint says (and where it logs)."""
+    files = {"record_file": record_file(), "log_file": paths.log_file(), "background_log_file": background_log_file()}
     record = read_record()
     if record is None:
-        return {"running": False, "record_file": record_file()}
+        return {"running": False, **files}
     if not alive(record["pid"]):
-        return {"running": False, "stale_record": record, "record_file": record_file()}
+        return {"running": False, "stale_record": record, **files}
     import httpx
 
     from magic_context.proxy.app import HEALTH_PATH
@@ -186,8 +191,8 @@ def status(timeout_s: float = 2.0) -> dict[str, Any]:
         answer = httpx.get(str(record["address"]) + HEALTH_PATH, timeout=timeout_s, trust_env=False)
         health = answer.json()
     except (httpx.HTTPError, ValueError) as exc:
-        return {"running": True, "responding": False, "error": str(exc), **record, "record_file": record_file()}
-    return {"running": True, "responding": True, **record, **health, "record_file": record_file()}
+        return {"running": True, "responding": False, "error": str(exc), **record, **files}
+    return {"running": True, "responding": True, **record, **health, **files}
 
 
 def stop(timeout_s: float) -> dict[str, Any]:

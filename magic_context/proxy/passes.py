@@ -75,8 +75,8 @@ def transform(body: bytes, route: routes.Route, headers: Mapping[str, str], *, p
     session = routes.session_from_headers(headers)
     try:
         document = protocol.parse_document(body)
-        session = session or routes.session_from_body(document, route)
-        options: dict[str, str | bool] = {"--project": routes.project_dir(headers, default_project)}
+        session = routes.agent_session(session or routes.session_from_body(document, route), headers)
+        options: dict[str, str | bool] = {"--project": routes.project_dir(headers, default_project, document)}
         for flag, value in (("--harness", route.harness), ("--session", session),
                             ("--context-limit", routes.context_limit(headers))):
             if value:

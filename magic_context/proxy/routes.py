@@ -8,7 +8,9 @@ and `…/responses` (OpenAI Responses). Everything else — `/v1/models`, `/v1/m
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 from urllib.parse import unquote
 
@@ -28,6 +30,16 @@ RESPONSES = "responses"
 PROJECT_HEADER = "x-mc-project-dir"
 SESSION_HEADER = "x-mc-session-id"
 LIMIT_HEADER = "x-mc-context-limit"
+UPSTREAM_HEADER = "x-mc-upstream"  # the base URL this client's requests go on to (its original provider)
+# Claude Code names the subagent a request belongs to (and its parent); a subagent keeps its own history.
+AGENT_HEADER = "x-claude-code-agent-id"
+# Claude Code's side requests (memory extraction, compaction, side replies) reuse the session id with a
+# message list of their own; when it labels them, they are filed apart too.
+AUXILIARY_HEADER = "x-claude-code-auxiliary-type"
+REQUEST_CLASS_HEADER = "x-claude-code-request-class"
+SIDE_CLASSES = frozenset({"compaction", "auxiliary", "side_reply", "workflow"})
+# Codex's per-turn metadata (JSON): `workspaces` names the directory it works in.
+CODEX_TURN_HEADER = "x-codex-turn-metadata"
 # Session ids the clients send: Claude Code, Codex, OpenCode (after mc's own header).
 SESSION_HEADERS = (SESSION_HEADER, "x-claude-code-session-id", "session-id", "x-session-id")
 # Headers whose values are secrets: forwarded untouched, registered for redaction, never stored.
@@ -35,6 +47,10 @@ AUTH_HEADERS = ("x-api-key", "authorization", "api-key", "proxy-authorization")
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "trailers", "transfer-encoding", "upgrade", "host", "content-length"})
 _SESSION_IN_USER_ID = re.compile(r"session_([0-9A-Za-z-]{8,})")
+_AGENT_ID = re.compile(r"[0-9A-Za-z._-]{1,128}")
+_CLAUDE_CWD = re.compile(r"Primary working directory: ([^\n]+)")
+_EARLY = 8  # how many leading messages / input items may state the working directory
+_CODEX_CWD = re.compile(r"<environment_context>\s*<cwd>([^<\n]+)</cwd>")
 
 
 @record(frozen=True)
@@ -111,6 +127,30 @@ def session_from_headers(headers: Mapping[str, str]) -> str | None:
     return next((unquote(headers[name]) for name in SESSION_HEADERS if headers.get(name)), None)
 
 
+def _label(value: str) -> str:
+    return value if _AGENT_ID.fullmatch(value) else hashlib.sha256(value.encode()).hexdigest()[:16]
+
+
+def agent_session(session: str | None, headers: Mapping[str, str]) -> str | None:
+    """A Claude Code subagent's own session, `<session>/agent-<agent id>`: its requests carry the parent's
+    session id but a history of their own, which must not be filed as the next turn of the parent's.
+    Labelled side requests get `/aux-<type>` (x-claude-code-auxiliary-type) or `/<class>` (a side
+    x-claude-code-request-class: compaction, auxiliary, side_reply, workflow) for the same reason."""
+    if not session:
+        return session
+    parts = [session]
+    agent = (headers.get(AGENT_HEADER) or "").strip()
+    if agent:
+        parts.append(f"agent-{_label(agent)}")
+    auxiliary = (headers.get(AUXILIARY_HEADER) or "").strip()
+    request_class = (headers.get(REQUEST_CLASS_HEADER) or "").strip().lower()
+    if auxiliary:
+        parts.append(f"aux-{_label(auxiliary)}")
+    elif request_class in SIDE_CLASSES:
+        parts.append(request_class)
+    return "/".join(parts)
+
+
 def session_from_body(document: Any, route: Route) -> str | None:
     """Claude Code's `metadata.user_id` (a JSON string with `session_id`, or `…_session_<id>` before 2.1),
     or an OpenAI body's `prompt_cache_key` (Codex sets it to its session id)."""
@@ -134,9 +174,51 @@ def session_from_body(document: Any, route: Route) -> str | None:
     return key if isinstance(key, str) and key else None
 
 
-def project_dir(headers: Mapping[str, str], default: str) -> str:
+def project_dir(headers: Mapping[str, str], default: str, document: Any = None) -> str:
+    """The installer's header, else the directory the client says it works in, else `default`."""
     value = headers.get(PROJECT_HEADER)
-    return unquote(value) if value else default
+    if value:
+        return unquote(value)
+    declared = _declared_dir(headers, document)
+    return declared if declared is not None and os.path.isabs(declared) and os.path.isdir(declared) else default
+
+
+def _declared_dir(headers: Mapping[str, str], document: Any) -> str | None:
+    """Codex: the first workspace of its turn metadata (git checkouts), else the `<cwd>` of its
+    `<environment_context>` item; Claude Code: "Primary working directory:" in a `role: system` message or
+    the system prompt (its environment section)."""
+    metadata = headers.get(CODEX_TURN_HEADER)
+    if metadata:
+        try:
+            workspaces = json.loads(metadata).get("workspaces")
+        except (ValueError, AttributeError):
+            workspaces = None
+        if isinstance(workspaces, dict) and workspaces:
+            return str(next(iter(workspaces)))
+    if not isinstance(document, dict):
+        return None
+    texts: list[Any] = [document.get("system")]
+    messages = document.get("messages")
+    if isinstance(messages, list):  # Claude Code states it early: only the first few messages are read
+        texts += [item.get("content") for item in messages[:_EARLY] if isinstance(item, dict)
+                  and item.get("role") == "system"]
+    items = document.get("input")
+    if isinstance(items, list):  # Codex: its <environment_context> user item, among the first few
+        texts += [item.get("content") for item in items[:_EARLY] if isinstance(item, dict)
+                  and item.get("role") == "user"]
+    for text in texts:
+        for block in (text if isinstance(text, list) else [text]):
+            value = block.get("text") if isinstance(block, dict) else block
+            match = (_CLAUDE_CWD.search(value) or _CODEX_CWD.search(value)) if isinstance(value, str) else None
+            if match:
+                return match.group(1).strip()
+    return None
+
+
+def upstream_override(headers: Mapping[str, str]) -> str | None:
+    """The installer's `x-mc-upstream` base URL (the client's own provider), when it is an http(s) URL."""
+    value = unquote(headers.get(UPSTREAM_HEADER) or "").strip()
+    return value.rstrip("/") if re.match(r"^https?://[^/\s]+", value) else None
 
 
 def context_limit(headers: Mapping[str, str]) -> str | None:
@@ -144,7 +226,7 @@ def context_limit(headers: Mapping[str, str]) -> str | None:
     return value if value.isdigit() and int(value) > 0 else None
 
 
-__all__ = ["ANTHROPIC", "AUTH_HEADERS", "CHAT", "LIMIT_HEADER", "PROJECT_HEADER", "RESPONSES", "SESSION_HEADER",
-           "SESSION_HEADERS", "Route", "context_limit", "forward_headers", "model_route", "project_dir",
-           "response_headers", "secrets", "session_from_body", "session_from_headers", "upstream_for",
-           "upstream_url"]
+__all__ = ["AGENT_HEADER", "ANTHROPIC", "AUTH_HEADERS", "AUXILIARY_HEADER", "CHAT", "LIMIT_HEADER", "PROJECT_HEADER",
+           "REQUEST_CLASS_HEADER", "RESPONSES", "SESSION_HEADER", "SESSION_HEADERS", "UPSTREAM_HEADER", "Route",
+           "agent_session", "context_limit", "forward_headers", "model_route", "project_dir", "response_headers",
+           "secrets", "session_from_body", "session_from_headers", "upstream_for", "upstream_override", "upstream_url"]

@@ -8,7 +8,8 @@ verbatim when the same text, `§N§` tags aside, is in the final request):
 * commit hashes from git output anywhere (`commit <sha>`, `[branch <sha>]`, `git log --oneline` lines);
 * user instructions: user-typed text of 20 characters or more, keyed by its first 80 characters
   (case and whitespace folded).
-An anchor is retained when its key is visible anywhere in the final request, head summaries included.
+An anchor is retained when its key is visible anywhere in the request, head summaries included.
+`Retention` measures it on every pass (mean and minimum), for mc and for each baseline.
 """
 
 from __future__ import annotations
@@ -100,27 +101,76 @@ def served_text(messages: list[m.Message], system: list[str] | None = None) -> s
     return "\n".join(parts)
 
 
-def retention(history: list[m.Message], served: list[m.Message], system: list[str] | None = None) -> AnchorReport:
-    """Anchors of the history blocks not served verbatim, and how many stay visible in `served`."""
-    verbatim = {_block_key(b) for msg in served for b in msg.blocks}
-    anchors: dict[str, set[str]] = {kind: set() for kind in KINDS}
-    for msg in history:
-        for block in msg.blocks:
-            if block.kind in (m.MEDIA, m.OPAQUE) or _block_key(block) in verbatim:
-                continue
-            if block.kind == m.TOOL_CALL:
-                anchors["paths"] |= _paths(json.dumps(block.input, ensure_ascii=False, default=str))
-                continue
-            text = block.text
-            anchors["commits"] |= _commits(text)
-            if block.kind == m.TEXT and msg.role in (m.USER, m.ASSISTANT):
-                anchors["paths"] |= _paths(text)
-            user_typed = msg.role == m.USER and block.kind == m.TEXT and not (
-                msg.synthetic or block.synthetic or (block.meta or {}).get("command"))
-            folded = _fold(text)
-            if user_typed and len(folded) >= MIN_INSTRUCTION:
-                anchors["instructions"].add(folded[:INSTRUCTION_KEY])
-    visible = served_text(served, system)
+def _block_anchors(msg: m.Message, block: m.Block) -> dict[str, set[str]]:
+    """The anchors one history block names (see the module doc)."""
+    out: dict[str, set[str]] = {}
+    if block.kind in (m.MEDIA, m.OPAQUE):
+        return out
+    if block.kind == m.TOOL_CALL:
+        out["paths"] = _paths(json.dumps(block.input, ensure_ascii=False, default=str))
+        return out
+    text = block.text
+    out["commits"] = _commits(text)
+    if block.kind == m.TEXT and msg.role in (m.USER, m.ASSISTANT):
+        out["paths"] = _paths(text)
+    user_typed = msg.role == m.USER and block.kind == m.TEXT and not (
+        msg.synthetic or block.synthetic or (block.meta or {}).get("command"))
+    folded = _fold(text)
+    if user_typed and len(folded) >= MIN_INSTRUCTION:
+        out["instructions"] = {folded[:INSTRUCTION_KEY]}
+    return {k: v for k, v in out.items() if v}
+
+
+class Retention:
+    """Anchor retention measured pass after pass on a growing history (block anchors computed once).
+
+    `measure(history, served, system)` is `retention(...)` with the per-block work memoized by block
+    identity (the replay's history objects live for the whole replay); the reports of every pass are
+    kept so `summary()` can give the mean and the minimum over the passes that had anchors.
+    """
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, tuple[m.Block, str, dict[str, set[str]]]] = {}
+        self.reports: list[AnchorReport] = []
+
+    def _info(self, msg: m.Message, block: m.Block) -> tuple[str, dict[str, set[str]]]:
+        hit = self._blocks.get(id(block))
+        if hit is None or hit[0] is not block:
+            hit = self._blocks[id(block)] = (block, _block_key(block), _block_anchors(msg, block))
+        return hit[1], hit[2]
+
+    def measure(self, history: list[m.Message], served: list[m.Message],
+                system: list[str] | None = None) -> AnchorReport:
+        verbatim = {_block_key(b) for msg in served for b in msg.blocks}
+        anchors: dict[str, set[str]] = {kind: set() for kind in KINDS}
+        for msg in history:
+            for block in msg.blocks:
+                key, found = self._info(msg, block)
+                if not found or key in verbatim:
+                    continue
+                for kind, keys in found.items():
+                    anchors[kind] |= keys
+        report = _check(anchors, served_text(served, system))
+        self.reports.append(report)
+        return report
+
+    def summary(self) -> dict[str, object]:
+        """Mean and minimum share over the passes with anchors, overall and per kind (None: no anchors)."""
+        shares = [r.share for r in self.reports if r.share is not None]
+        out: dict[str, object] = {
+            "passes": len(shares),
+            "mean": round(sum(shares) / len(shares), 4) if shares else None,
+            "min": round(min(shares), 4) if shares else None,
+        }
+        for kind in KINDS:
+            kind_shares = [r.counts[kind][1] / r.counts[kind][0] for r in self.reports
+                           if r.counts.get(kind, (0, 0))[0]]
+            out[kind] = {"mean": round(sum(kind_shares) / len(kind_shares), 4) if kind_shares else None,
+                         "min": round(min(kind_shares), 4) if kind_shares else None}
+        return out
+
+
+def _check(anchors: dict[str, set[str]], visible: str) -> AnchorReport:
     visible_folded = _fold(visible)
     report = AnchorReport()
     for kind in KINDS:
@@ -135,4 +185,17 @@ def retention(history: list[m.Message], served: list[m.Message], system: list[st
     return report
 
 
-__all__ = ["KINDS", "AnchorReport", "retention", "served_text"]
+def retention(history: list[m.Message], served: list[m.Message], system: list[str] | None = None) -> AnchorReport:
+    """Anchors of the history blocks not served verbatim, and how many stay visible in `served`."""
+    verbatim = {_block_key(b) for msg in served for b in msg.blocks}
+    anchors: dict[str, set[str]] = {kind: set() for kind in KINDS}
+    for msg in history:
+        for block in msg.blocks:
+            if _block_key(block) in verbatim:
+                continue
+            for kind, keys in _block_anchors(msg, block).items():
+                anchors[kind] |= keys
+    return _check(anchors, served_text(served, system))
+
+
+__all__ = ["KINDS", "AnchorReport", "Retention", "retention", "served_text"]

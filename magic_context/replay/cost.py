@@ -9,7 +9,11 @@ Per request i with units U_i (see `units`), T_i = its tokens, t_i its time:
   OpenAI: no write premium, uncached_i = T_i − read_i at 1×;
 * cost_i = base × (uncached_i + w·write_i + r·read_i) / 1e6 + output_price × out_i / 1e6, where out_i is
   only charged for a strategy's own extra calls (the recorded responses are the same for all strategies);
-* bust_i: warm_i and P_i < T_{i−1} (the request did not extend the cached prefix).
+* bust_i: warm_i and P_i < T_{i−1} (the request did not extend the cached prefix);
+* re-sent_i (warm passes): tokens of the units of U_i that were also in U_{i−1}; the re-sent read share
+  is Σ read_i / Σ re-sent_i.
+An extra call added with `cached=False` (a summary or historian call built as a new prompt) reads and
+writes no cache: all its input is uncached at 1×, and it leaves the cached prefix alone.
 """
 
 from __future__ import annotations
@@ -59,6 +63,18 @@ def pricing(name: str) -> Pricing:
         return PRICING[name]
     except KeyError:
         raise BadInput(f"unknown pricing {name!r}", fix=f"use one of {', '.join(PRICING)}") from None
+
+
+def model_pricing(model: str | None, fallback: Pricing) -> Pricing:
+    """The price table for a model id (Opus, other Claude models, GPT / o-series), else `fallback`."""
+    name = (model or "").lower()
+    if "opus" in name:
+        return PRICING["anthropic-opus"]
+    if "claude" in name or "sonnet" in name:
+        return PRICING["anthropic-sonnet"]
+    if name.startswith(("gpt", "o3", "o4")) or "/gpt" in name:
+        return PRICING["openai"]
+    return fallback
 
 
 def parse_ttl(text: str) -> int:
@@ -111,12 +127,19 @@ class Ledger:
         self.requests = self.passes = self.extra_calls = 0
         self.input_tokens = self.read_tokens = self.write_tokens = self.uncached_tokens = self.output_tokens = 0
         self.busts = self.cold = 0
+        self.resent_tokens = self.resent_read = 0  # warm passes: tokens sent again, and how many were read
         self.usd = 0.0
 
-    def add(self, units: Sequence[Unit], at_ms: int | None, *, output_tokens: int = 0, extra: bool = False) -> Charge:
-        """Price one request; `extra` marks a strategy's own call (e.g. a summary) rather than a served pass."""
+    def add(self, units: Sequence[Unit], at_ms: int | None, *, output_tokens: int = 0, extra: bool = False,
+            cached: bool = True) -> Charge:
+        """Price one request; `extra` marks a strategy's own call (e.g. a summary) rather than a served pass.
+
+        `cached=False` (an extra call only) is a request that reads nothing from the prompt cache and
+        writes nothing to it: all its input is uncached at 1x, and the cached prefix stays as it was."""
         price = self.price
         tokens = sum(u[1] for u in units)
+        if not cached:
+            return self.bill(tokens, output_tokens)
         warm = self._prev is not None and (at_ms is None or self._prev_at is None
                                            or at_ms - self._prev_at <= self.ttl_ms)
         prefix = common_prefix(units, self._prev) if warm and self._prev is not None else 0
@@ -128,6 +151,10 @@ class Ledger:
         else:
             write, uncached = 0, tokens - read
         bust = warm and not extra and prefix < self._prev_tokens
+        if warm and not extra and self._prev is not None:
+            before = {u[0] for u in self._prev}
+            self.resent_tokens += sum(u[1] for u in units if u[0] in before)
+            self.resent_read += read
         usd = (price.input_per_mtok * (uncached + self._write * write + price.read_multiplier * read)
                + price.output_per_mtok * output_tokens) / 1e6
         self.requests += 1
@@ -148,9 +175,30 @@ class Ledger:
         self._prev, self._prev_tokens = units, tokens
         return Charge(tokens, prefix, read, write, uncached, output_tokens, warm, bust, usd)
 
+    def bill(self, input_tokens: int, output_tokens: int, price: Pricing | None = None) -> Charge:
+        """An extra call that reads and writes no cache (all input uncached at 1x) at `price` (default: the
+        ledger's); the cached prefix stays as it was. Historian calls and uncached summary calls."""
+        p = price or self.price
+        usd = (p.input_per_mtok * input_tokens + p.output_per_mtok * output_tokens) / 1e6
+        self.requests += 1
+        self.extra_calls += 1
+        self.input_tokens += input_tokens
+        self.uncached_tokens += input_tokens
+        self.output_tokens += output_tokens
+        self.usd += usd
+        return Charge(input_tokens, 0, 0, 0, input_tokens, output_tokens, False, False, usd)
+
     @property
     def read_share(self) -> float:
         return self.read_tokens / self.input_tokens if self.input_tokens else 0.0
 
+    @property
+    def resent_read_share(self) -> float | None:
+        """Of the tokens a warm pass sent again (already in the previous request), the share read from
+        the cache. New messages are written once whatever the strategy, so this is the cache figure
+        that does not drop as a strategy gets cheaper; TTL-expired (cold) passes are left out."""
+        return self.resent_read / self.resent_tokens if self.resent_tokens else None
 
-__all__ = ["FIVE_MINUTES_MS", "PRICING", "Charge", "Ledger", "Pricing", "common_prefix", "parse_ttl", "pricing"]
+
+__all__ = ["FIVE_MINUTES_MS", "PRICING", "Charge", "Ledger", "Pricing", "common_prefix", "model_pricing", "parse_ttl",
+           "pricing"]

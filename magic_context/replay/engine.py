@@ -6,7 +6,9 @@ In-process (the default) each pass runs `transform.hook.serve` on the payload by
 same way on the same payload: the stdlib json module parsing and re-serializing it, in-process or
 in a fresh `python -c` process. MAGIC_CONTEXT_STORAGE_DIR / CONFIG_DIR point at a temporary
 directory (and MAGIC_CONTEXT_HISTORIAN=inline) while the runner is open; the previous values are
-restored on exit.
+restored on exit. The temporary config dir holds a copy of `config_file` (the user's `config.toml`
+unless the caller chose another file or none), so a replay runs the settings it is asked about
+and never writes to the user's directories.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -60,8 +63,10 @@ def provider_of(model_id: str | None) -> str:
 class McRunner:
     """Serves passes through mc; use as a context manager (it owns the temporary data dir)."""
 
-    def __init__(self, *, harness: str, window: int, system: str | None = None, subprocess: bool = False) -> None:
+    def __init__(self, *, harness: str, window: int, system: str | None = None, subprocess: bool = False,
+                 config_file: Path | None = None) -> None:
         self.harness = harness
+        self.config_file = config_file
         self.window = window
         self.system = system
         self.subprocess = subprocess
@@ -75,6 +80,9 @@ class McRunner:
         root = Path(self._tmp.name)
         self.project_dir = root / "project"
         self.project_dir.mkdir()
+        if self.config_file is not None:
+            (root / "config").mkdir()
+            shutil.copyfile(self.config_file, root / "config" / paths.CONFIG_FILENAME)
         self._env = {paths.STORAGE_ENV: str(root / "data"), paths.CONFIG_ENV: str(root / "config"),
                      "MAGIC_CONTEXT_HISTORIAN": "inline"}
         for key, value in self._env.items():
@@ -115,6 +123,24 @@ class McRunner:
         finally:
             conn.close()
         return facts
+
+    def historian_state(self) -> dict[str, Any] | None:
+        """The historian's state in the replay's database (`last_run_at`, `last_calls`…), None if unreadable."""
+        import sqlite3
+
+        from magic_context.store import db, state
+
+        try:
+            conn = db.connect_read_only(paths.db_path())
+        except sqlite3.Error:
+            return None
+        try:
+            found = state.newest_value(conn, "historian")
+        except sqlite3.Error:
+            return None
+        finally:
+            conn.close()
+        return found if isinstance(found, dict) else None
 
     def payload(self, messages: list[Any], at_ms: int | None, model_id: str | None) -> bytes:
         """The envelope mc would receive for this call."""

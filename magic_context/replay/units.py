@@ -7,8 +7,9 @@ keyed by a BLAKE2b digest of that rendering. Token counts follow `store.raw.mess
 exactly: text, reasoning and tool output as text, tool-call arguments as JSON plus 12, images 500,
 unknown parts as their JSON, plus 4 per message. Counts are memoized by content digest.
 
-Reasoning blocks count as prompt tokens except in OpenAI chat format (`reasoning=False`): Chat
-Completions has no reasoning input, and DeepSeek drops earlier rounds' `reasoning_content`.
+Reasoning blocks count as prompt tokens except Chat Completions reasoning fields (`model.in_prompt`, the
+rule the raw store's estimate follows): Chat Completions has no reasoning input, and DeepSeek drops
+earlier rounds' `reasoning_content`.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ def _json(value: Any) -> str:
 class TokenCounter:
     """Exact cl100k counts memoized by content digest, and message → unit rendering.
 
-    `count` defaults to `tokens.count_exact`; tests may pass a simple function instead. With
-    `reasoning=False` reasoning blocks are not part of the prompt (neither tokens nor key).
+    `count` defaults to `tokens.count_exact`; tests may pass a simple function instead. Blocks the
+    provider does not read (`model.in_prompt`) are not part of the prompt (neither tokens nor key); with
+    `reasoning=False` no reasoning block is.
     """
 
     def __init__(self, count: Callable[[str], int] | None = None, *, reasoning: bool = True) -> None:
@@ -93,7 +95,7 @@ class TokenCounter:
         parts = [msg.role]
         total = MESSAGE_OVERHEAD
         for index, block in enumerate(msg.blocks):
-            if block.kind == m.REASONING and not self.reasoning:
+            if block.kind == m.REASONING and not (self.reasoning and m.in_prompt(block)):
                 continue
             if replace and index in replace:
                 text = replace[index]

@@ -11,7 +11,7 @@ import os
 import sqlite3
 
 from magic_context import paths
-from magic_context.errors import SchemaTooNew, StorageBusy, StorageUnavailable, UnsafeLocation
+from magic_context.errors import SchemaOutdated, SchemaTooNew, StorageBusy, StorageUnavailable, UnsafeLocation
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from magic_context.paths import StrPath
 
 # Must equal the number of migrations in store/migrations.py (a test asserts it).
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 BUSY_TIMEOUT_MS: Final = 5000
 
 
@@ -78,6 +78,12 @@ def connect(
     return conn
 
 
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Whether SQLite gave up waiting for a lock (SQLITE_BUSY / SQLITE_LOCKED): transient, worth a retry."""
+    text = str(exc)
+    return "locked" in text or "busy" in text
+
+
 def connect_read_only(path: StrPath, *, timeout_s: float = 5.0) -> sqlite3.Connection:
     """A read-only connection with no pragmas, migration or fence (diagnostics that must not write)."""
     return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout_s)
@@ -101,10 +107,15 @@ def classify(exc: sqlite3.Error, path: StrPath | None = None) -> StorageUnavaila
     """Turn a sqlite3 error into the matching typed error (busy is transient, the rest is not)."""
     text = str(exc)
     where = f" ({path})" if path else ""
-    if "locked" in text or "busy" in text:
+    if is_busy(exc):
         return StorageBusy(f"database is busy{where}: {text}", fix="another mc process holds the write lock; retry")
-    if "disk is full" in text:
-        return StorageUnavailable(f"database error{where}: {text}", fix="free disk space, then retry")
+    if "disk is full" in text or "disk I/O error" in text:  # a full disk or a file-size limit shows as either
+        return StorageUnavailable(f"cannot write the database{where}: {text}",
+                                  fix="free disk space (or lift the file-size limit), then retry")
+    if "readonly" in text or "read-only" in text:
+        return StorageUnavailable(f"the database is read-only{where}: {text}",
+                                  fix=f"make context.db and its directory writable, or set {paths.STORAGE_ENV} "
+                                      "to a writable directory")
     return StorageUnavailable(f"database error{where}: {text}", fix="run `mc doctor` to diagnose")
 
 
@@ -183,11 +194,17 @@ def check_fence(conn: sqlite3.Connection, path: StrPath | None = None) -> int:
 
 
 def open_db(path: StrPath | None = None, *, cache_size_mb: int | None = None,
-            mmap_size_mb: int | None = None) -> sqlite3.Connection:
-    """Open, fence-check, and migrate an older database; the connection every command uses."""
+            mmap_size_mb: int | None = None, migrate: bool = True) -> sqlite3.Connection:
+    """Open, fence-check, and migrate an older database; the connection every command uses.
+
+    `migrate=False` (a read-only last-known-good pass) raises SchemaOutdated instead of waiting to migrate.
+    """
     conn = connect(path, cache_size_mb=cache_size_mb, mmap_size_mb=mmap_size_mb)
     try:
         version = check_fence(conn, path)
+        if version < SCHEMA_VERSION and not migrate:
+            raise SchemaOutdated(f"database schema version {version} is older than {SCHEMA_VERSION}",
+                                 fix="run `mc migrate`")
         if version < SCHEMA_VERSION:
             from magic_context.store import migrations
 
@@ -200,5 +217,5 @@ def open_db(path: StrPath | None = None, *, cache_size_mb: int | None = None,
 
 __all__ = [
     "BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "atomic", "check_fence", "classify", "connect", "connect_read_only",
-    "integrity_check", "journal_mode", "open_db", "table_count", "user_version",
+    "integrity_check", "is_busy", "journal_mode", "open_db", "table_count", "user_version",
 ]

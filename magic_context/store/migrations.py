@@ -215,6 +215,35 @@ CREATE TABLE IF NOT EXISTS response_usage (
     )
 
 
+@migrations()
+def m003_memories_notes(db: Database) -> None:
+    """Memory merges and retrieval counters, the memory mutation log m[1] reads, note lifecycle columns, indexes."""
+    _run(
+        db,
+        """
+ALTER TABLE memories ADD COLUMN merged_from TEXT;
+ALTER TABLE memories ADD COLUMN last_retrieved_at INTEGER;
+CREATE INDEX IF NOT EXISTS memories_by_project ON memories (project_id, status, id);
+CREATE INDEX IF NOT EXISTS memories_by_superseded ON memories (superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE TABLE IF NOT EXISTS memory_mutations (
+    id INTEGER PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    memory_id INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    superseded_by INTEGER,
+    at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memory_mutations_by_project ON memory_mutations (project_id, id);
+ALTER TABLE notes ADD COLUMN ready_reason TEXT;
+ALTER TABLE notes ADD COLUMN last_checked_at INTEGER;
+ALTER TABLE notes ADD COLUMN dismissed_at INTEGER;
+ALTER TABLE notes ADD COLUMN anchor_ordinal INTEGER;
+CREATE INDEX IF NOT EXISTS notes_by_session ON notes (session_pk, status, id);
+CREATE INDEX IF NOT EXISTS notes_by_project ON notes (project_id, status, id)
+""",
+    )
+
+
 @record(frozen=True)
 class MigrationStatus:
     """What `mc migrate` reports: names already applied and names still pending."""
@@ -251,18 +280,36 @@ def status(conn: sqlite3.Connection) -> MigrationStatus:
 
 
 def apply(conn: sqlite3.Connection) -> MigrationStatus:
-    """Apply pending migrations, then set `PRAGMA user_version` to the migration count."""
+    """Apply pending migrations, then set `PRAGMA user_version` to the migration count.
+
+    One migrator at a time: the whole run holds `BEGIN IMMEDIATE` (the write lock), so processes that
+    start together on a missing database wait within the busy timeout, then re-read `user_version`
+    under the lock and find nothing left to do. A lock not obtained in time is StorageBusy (transient:
+    a transform serves the input unchanged), never a "migration failed".
+    """
     store_db.check_fence(conn)
-    before = status(conn)
-    db = Database(conn)
     try:
-        migrations.apply(db)
-        conn.execute(f"PRAGMA user_version={len(migrations._migrations)}")
-    except sqlite3.Error as exc:
-        raise StorageUnavailable(
-            f"migration failed: {exc}", fix="run `mc doctor`; restore a backup of context.db if it persists"
-        ) from exc
-    return MigrationStatus(before.applied, before.pending, before.version_before, store_db.user_version(conn))
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        raise store_db.classify(exc) from exc
+    try:
+        version_before = store_db.check_fence(conn)  # another process may have migrated while we waited
+        before = status(conn)
+        if before.pending or version_before < len(migrations._migrations):
+            migrations.apply(Database(conn))  # each migration nests as a savepoint of this transaction
+            conn.execute(f"PRAGMA user_version={len(migrations._migrations)}")
+        conn.execute("COMMIT")
+    except BaseException as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.OperationalError) and store_db.is_busy(exc):
+            raise store_db.classify(exc) from exc
+        if isinstance(exc, sqlite3.Error):
+            raise StorageUnavailable(
+                f"migration failed: {exc}", fix="run `mc doctor`; restore a backup of context.db if it persists"
+            ) from exc
+        raise
+    return MigrationStatus(before.applied, before.pending, version_before, store_db.user_version(conn))
 
 
 __all__ = ["MIGRATION_SET", "MigrationStatus", "all_names", "apply", "migrations", "status"]

@@ -41,7 +41,6 @@ the plan is recomputed inside it if another process changed the session meanwhil
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import zlib
 from collections.abc import Callable, Sequence
@@ -49,6 +48,7 @@ from collections.abc import Callable, Sequence
 from magic_context.records import Factory, record
 from magic_context.store.db import atomic, classify
 from magic_context.store.sessions import ensure_session, touch
+from magic_context.wire import jsonio
 from magic_context.wire import model as m
 from magic_context.wire.identity import content_hash
 from magic_context.wire.model import Message
@@ -57,16 +57,8 @@ TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transfo
 if TYPE_CHECKING:
     from typing import Any, Final
 
-try:  # orjson is optional on the hot path (as in wire.identity)
-    import orjson
-
-    _dumps = orjson.dumps
-    _loads = orjson.loads
-except ImportError:  # pragma: no cover - exercised only without orjson
-    def _dumps(value: Any) -> bytes:  # type: ignore[misc]  # orjson's signature has optional extras
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-    _loads = json.loads  # type: ignore[assignment]  # same documents; orjson's signature is narrower
+_dumps = jsonio.dumps  # orjson, or the stdlib for documents nested past orjson's writing limit
+_loads = jsonio.loads
 
 ZLIB_LEVEL: Final = 1  # ~20% faster than 6 on session JSON for ~3 points of ratio; the first pass writes it all
 EDITED: Final = "edited"
@@ -132,12 +124,13 @@ class _Plan:
 
 def message_tokens(message: Message, estimate: Callable[[str], int]) -> int:
     """A message's prompt cost: text, reasoning and tool output estimated as text, tool-call arguments
-    as compact JSON plus a fixed overhead, images at a flat figure, unknown parts as their JSON."""
+    as compact JSON plus a fixed overhead, images at a flat figure, unknown parts as their JSON.
+    Reasoning the provider does not read back (Chat Completions fields, `model.in_prompt`) costs nothing."""
     total = MESSAGE_OVERHEAD
     for block in message.blocks:
         if block.kind == m.TOOL_CALL:
             try:
-                args = json.dumps(block.input, ensure_ascii=False)
+                args = jsonio.text(block.input)
             except (TypeError, ValueError):
                 args = str(block.input)
             total += estimate(args) + TOOL_CALL_OVERHEAD
@@ -145,7 +138,7 @@ def message_tokens(message: Message, estimate: Callable[[str], int]) -> int:
             total += MEDIA_TOKENS
         elif block.kind == m.OPAQUE:
             total += estimate(_dumps(block.raw).decode("utf-8", "replace")) if block.raw is not None else 0
-        elif block.text:
+        elif block.text and m.in_prompt(block):
             total += estimate(block.text)
     return total
 

@@ -59,8 +59,9 @@ def set_state(conn: sqlite3.Connection, session_pk: int, key: str, value: object
 
 
 def newest_value(conn: sqlite3.Connection, key: str) -> Any:
-    """The most recently inserted value of `key` in any session (replay reports), or None."""
-    row = conn.execute("SELECT value FROM session_state WHERE key = ? ORDER BY rowid DESC LIMIT 1",
+    """The most recently written value of `key` in any session (replay reports), or None. (session_state is
+    WITHOUT ROWID: ordering by rowid raised, and callers that swallow sqlite3.Error saw None.)"""
+    row = conn.execute("SELECT value FROM session_state WHERE key = ? ORDER BY updated_at DESC LIMIT 1",
                        (key,)).fetchone()
     return None if row is None else _loads(row[0])
 

@@ -6,12 +6,12 @@ the same bytes. Protected tags (the newest `protected_tags`) and open tool arcs 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 from magic_context.records import record
 from magic_context.transform.tagger import Site
 from magic_context.transform.tags import KIND_TOOL, MODE_EDIT_MARKER, MODE_REMOVED
+from magic_context.wire import jsonio
 from magic_context.wire import model as m
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
@@ -57,7 +57,7 @@ def _call_signature(site: Site) -> str | None:
         return None
     block = site.call[1]
     try:
-        args = json.dumps(block.input, sort_keys=True, ensure_ascii=False)
+        args = jsonio.text(block.input, sort_keys=True)
     except (TypeError, ValueError):
         args = repr(block.input)
     return f"{base_name(block.tool_name)}\x00{args}"

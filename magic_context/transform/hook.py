@@ -81,11 +81,11 @@ def serve(data: bytes, options: dict[str, str | bool], *, debug: bool = False) -
     """Run one pass on the raw stdin bytes; returns (stdout bytes, report)."""
     from magic_context import records
 
-    try:
-        served = serve_pass(data, options, debug=debug)
-        return served.output, served.report
-    finally:  # the first processes compile the record initializers (some only on busting passes); later ones load them
-        records.save_code_cache()
+    served = serve_pass(data, options, debug=debug)
+    # The first processes compile the record initializers (some only on busting passes); later ones load
+    # them. Saved only after a served pass: exit 2 (and any other refusal) writes nothing anywhere.
+    records.save_code_cache()
+    return served.output, served.report
 
 
 def serve_pass(data: bytes, options: dict[str, str | bool], *, debug: bool = False, document: Any = None) -> Served:

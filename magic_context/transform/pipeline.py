@@ -4,11 +4,12 @@ permission, render m[0]/m[1], guidance, encode. Every persistent decision is rep
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 
+from magic_context import paths, tokens
 from magic_context import project as project_identity
-from magic_context import tokens
 from magic_context.config.hot import HotConfig, duration_ms, load_hot
 from magic_context.errors import ContextEmergency, StorageBusy
 from magic_context.history import trigger as history_trigger
@@ -158,14 +159,18 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
     hot = load_hot(inp.project_dir)
     warnings: list[str] = []
     codec = CODECS[inp.harness]
+    if not inp.messages_json:  # nothing to keep in a window: no head, no session row
+        return _unchanged(inp, "empty conversation served unchanged")
     if not hot["enabled"] or inp.agent not in ("primary", "subagent"):
         codec.decode(inp.messages_json)  # served unchanged, but malformed input is still exit 2
-        return PassResult(inp.document, {"pass": "defer", "bust": False, "reason": "mc disabled for this call",
-                                         "tokens_before": 0, "tokens_after": 0, "tags": 0, "dropped": 0,
-                                         "pending_drops": 0, "historian": "idle", "ms": 0.0, "warnings": []})
+        return _unchanged(inp, "mc disabled for this call")
+    if not os.path.exists(paths.db_file()):  # first use: bad input must not create the data dir (exit 2 writes nothing)
+        codec.decode(inp.messages_json)
+        _system_text(inp, inp.messages_json)
     primary = inp.agent == "primary"
     compaction = bool(hot["compaction.enabled"])
-    conn = store_db.open_db(cache_size_mb=hot["sqlite.cache_size_mb"], mmap_size_mb=hot["sqlite.mmap_size_mb"])
+    conn = store_db.open_db(cache_size_mb=hot["sqlite.cache_size_mb"], mmap_size_mb=hot["sqlite.mmap_size_mb"],
+                            migrate=not readonly)  # last known good never waits on a migration
     try:
         if readonly:
             return _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
@@ -177,6 +182,12 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
         raise store_db.classify(exc) from exc
     finally:
         conn.close()
+
+
+def _unchanged(inp: PassInput, reason: str) -> PassResult:
+    return PassResult(inp.document, {"pass": "defer", "bust": False, "reason": reason, "tokens_before": 0,
+                                     "tokens_after": 0, "tags": 0, "dropped": 0, "pending_drops": 0,
+                                     "historian": "idle", "ms": 0.0, "warnings": []})
 
 
 def _decode_and_sync(conn: sqlite3.Connection, inp: PassInput, codec: Codec, pk: int, *, skim: int,
@@ -257,7 +268,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     head_tokens = int(state.get("m0_tokens", 0)) + int(state.get("m1_tokens", 0))
     raw_total = sum(msg_tokens)
     anchors = list(state.get("nudges") or [])
-    nudge_tokens = sum(_estimate(a.get("text", "")) for a in anchors) if reduce_ok else 0
+    nudge_tokens = sum(_estimate(a.get("text", "")) for a in anchors)
 
     def served(site_list: list[tagger.Site], kept_list: list[m.Message] | None = None,
                stripped_ids: frozenset[str] | set[str] = frozenset(), reasoning: dict | None = None) -> int:
@@ -353,12 +364,18 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     temporal.apply(kept, markers)
 
     nudge_state = dict(state.get("nudge_state") or {})
-    if reduce_ok:
-        nudges.replay(kept, anchors)
-        if not readonly:
-            meas = nudges.measure(sites, protected_from)
-            quiet = bool(done_pending) or any(d.lane == "ctx_reduce" for d in new_drops)
-            text = nudges.decide(meas, nudge_state, quiet=quiet)
+    nudges.replay(kept, anchors)  # ctx_reduce nudges and the deferred-notes nudge
+    if reduce_ok and not readonly:
+        meas = nudges.measure(sites, protected_from)
+        quiet = bool(done_pending) or any(d.lane == "ctx_reduce" for d in new_drops)
+        text = nudges.decide(meas, nudge_state, quiet=quiet)
+        if text:
+            nudges.fire(kept, anchors, text)
+    if primary and not readonly and state.get("note_trigger_at"):  # = note_nudge.TRIGGER_KEY: loaded on a trigger only
+        from magic_context.transform import note_nudge
+
+        if note_nudge.pending(state):
+            text = note_nudge.step(conn, state, kept, session_pk=pk, project_id=project_id, now_ms=inp.now_ms)
             if text:
                 nudges.fire(kept, anchors, text)
 
@@ -374,15 +391,17 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
             memory_budget=int(hot["memory.injection_budget_tokens"]), temporal=bool(hot["temporal_awareness"]),
             include_history=compaction and primary, include_memory=bool(hot["memory.enabled"]),
             include_docs=bool(hot["dreamer.inject_docs"]),
-            estimate=history_render.estimate_tokens)
+            estimate=history_render.estimate_tokens, now_ms=inp.now_ms)
         if not hard:
-            m1_text = head.render_m1(conn, ctx, m0_meta)
+            m1_text, visible_memories = head.render_m1(conn, ctx, m0_meta)
             if head.m1_too_large(m1_text, ctx):
                 hard, hard_reasons = True, ["m[1] pressure backstop"]
         if hard:
             m0_text, watermarks = head.render_m0(conn, ctx)
             m1_text = history_render.M1_PLACEHOLDER
+            visible_memories = list(watermarks.get("memory_ids", []))
             m0_meta = {**watermarks, "model_key": model_key, "system_hash": system_hash, "materialized_at": inp.now_ms}
+        state.set(head.VISIBLE_MEMORY_KEY, visible_memories)  # saved with the pass (never on a read-only one)
     if with_head and m0_text is not None and m1_text is not None:
         lead = 0
         while lead < len(kept) and kept[lead].role == m.SYSTEM:

@@ -16,6 +16,7 @@ from magic_context.errors import BadInput
 from magic_context.records import record
 from magic_context.wire import anthropic, detect, identity, openai, opencode, pi, responses
 from magic_context.wire import model as m
+from magic_context.wire.jsonio import MAX_DEPTH, dumps, loads
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
@@ -24,25 +25,12 @@ if TYPE_CHECKING:
     from magic_context.protocols import Codec
 
 try:
-    import orjson
-
-    def loads(data: bytes) -> Any:
-        return orjson.loads(data)
-
-    def dumps(value: Any) -> bytes:
-        return orjson.dumps(value)
-
-    _DecodeError: type[Exception] = orjson.JSONDecodeError
+    from orjson import JSONDecodeError as _DecodeError
 except ImportError:  # pragma: no cover - orjson is a declared dependency
-    import json
+    _DecodeError = ValueError  # type: ignore[assignment,misc]
 
-    def loads(data: bytes) -> Any:
-        return json.loads(data)
-
-    def dumps(value: Any) -> bytes:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-    _DecodeError = ValueError
+#: The latest `now` accepted (9999-12-31T23:59:59.999Z in epoch ms): past it no date can be stored or shown.
+MAX_NOW_MS: Final = 253_402_300_799_999
 
 CODECS: Final[dict[str, Codec]] = {m.OPENCODE: opencode, m.PI: pi, m.ANTHROPIC: anthropic, m.OPENAI: openai,
                   m.OPENAI_RESPONSES: responses}
@@ -78,6 +66,9 @@ def parse_document(data: bytes) -> Any:
     try:
         return loads(data)
     except (_DecodeError, RecursionError, UnicodeDecodeError, ValueError) as exc:
+        if "depth limit" in str(exc) or isinstance(exc, RecursionError):
+            raise BadInput(f"stdin nests JSON deeper than {MAX_DEPTH} levels ({exc})",
+                           fix="no harness sends this: check what produced the request") from exc
         raise BadInput(f"stdin is not valid JSON: {exc}", fix="pipe one JSON document") from exc
 
 
@@ -121,15 +112,15 @@ def _first_user_text(harness: str, messages: list) -> str:
         if not isinstance(message, dict):
             continue
         if harness == m.OPENCODE:
-            info = message.get("info") or {}
-            if info.get("role") == "user":
-                return "".join(p.get("text", "") for p in message.get("parts") or [] if isinstance(p, dict))
+            info, parts = message.get("info"), message.get("parts")
+            if isinstance(info, dict) and info.get("role") == "user" and isinstance(parts, list):
+                return "".join(t for p in parts if isinstance(p, dict) and isinstance(t := p.get("text", ""), str))
         elif message.get("role") == "user":
             content = message.get("content")
             if isinstance(content, str):
                 return content
             if isinstance(content, list):
-                return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+                return "".join(t for b in content if isinstance(b, dict) and isinstance(t := b.get("text", ""), str))
     return ""
 
 
@@ -164,6 +155,28 @@ def _session_mark(doc: dict | None) -> str | None:
     return user if isinstance(user, str) and user else None
 
 
+def _project_dir(value: Any, flag: str | bool | None) -> str:
+    """The project directory: envelope `project_dir`, else `--project`, else the current directory."""
+    if value is not None and not isinstance(value, str):
+        raise BadInput(f"project_dir must be a string path, got {m.json_kind(value)}")
+    for name, candidate in (("project_dir", value), ("--project", flag)):
+        if isinstance(candidate, str) and "\x00" in candidate:
+            raise BadInput(f"{name} contains a NUL byte, which no path can hold")
+    chosen = value or (flag if isinstance(flag, str) else None) or os.getcwd()
+    return os.path.normpath(chosen)
+
+
+def _now(value: Any) -> int | None:
+    """The envelope's `now` (epoch ms) as an int; BadInput unless a number in [0, year 9999]."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadInput(f"now must be epoch milliseconds (a number), got {m.json_kind(value)}")
+    if not 0 <= value <= MAX_NOW_MS:  # NaN fails this too
+        raise BadInput(f"now must be epoch milliseconds between 0 and {MAX_NOW_MS} (year 9999), got {value!r:.40}")
+    return int(value)
+
+
 def _tool_names(value: Any) -> list[str] | None:
     """Tool names from a tools list in any of the accepted forms (names, Anthropic, OpenAI definitions)."""
     if value is None:
@@ -196,14 +209,13 @@ def read_input(document: Any, options: dict[str, str | bool]) -> PassInput:
     if isinstance(flag_harness, str) and flag_harness not in m.HARNESSES:
         raise BadInput(f"--harness must be one of {', '.join(m.HARNESSES)}, got {flag_harness!r}")
     harness = (doc or {}).get("harness") or flag_harness or detect.detect_harness(document)
-    if harness not in m.HARNESSES:
-        raise BadInput(f"unknown harness {harness!r}", fix=f"use one of {', '.join(m.HARNESSES)}")
+    if not isinstance(harness, str) or harness not in m.HARNESSES:
+        raise BadInput(f"unknown harness {str(harness)[:40]!r}", fix=f"use one of {', '.join(m.HARNESSES)}")
 
-    project_value = (doc or {}).get("project_dir") or options.get("--project") or os.getcwd()
-    if not isinstance(project_value, str):
-        raise BadInput("project_dir must be a string path")
-    project = os.path.normpath(project_value)
+    project = _project_dir((doc or {}).get("project_dir"), options.get("--project"))
     flag_session = options.get("--session")
+    if isinstance(flag_session, str) and (not flag_session or "\x00" in flag_session):
+        raise BadInput("--session must be a non-empty string without NUL bytes")
     session_id = _session_id(doc, harness, messages, flag_session if isinstance(flag_session, str) else None, project)
 
     flag_model = options.get("--model")
@@ -214,9 +226,7 @@ def read_input(document: Any, options: dict[str, str | bool]) -> PassInput:
     if isinstance(flag_limit, str):
         limit = int(flag_limit)
 
-    now = (doc or {}).get("now") if shape == "envelope" else None
-    if now is not None and (isinstance(now, bool) or not isinstance(now, int | float)):
-        raise BadInput("now must be epoch milliseconds")
+    now = _now((doc or {}).get("now") if shape == "envelope" else None)
     agent = (doc or {}).get("agent", "primary") if shape == "envelope" else "primary"
     if not isinstance(agent, str):
         raise BadInput("agent must be a string: primary or subagent")
@@ -231,7 +241,7 @@ def read_input(document: Any, options: dict[str, str | bool]) -> PassInput:
         document=document, shape=shape, harness=harness, messages_json=messages, session_id=session_id,
         project_dir=project, model_key=model_key, context_limit=limit,
         usage=_usage((doc or {}).get("usage")) if shape == "envelope" else None,
-        agent=agent, now_ms=int(now) if now is not None else int(time.time() * 1000),
+        agent=agent, now_ms=now if now is not None else int(time.time() * 1000),
         system=system, tools=tools, report=bool(options.get("--report")), dry_run=bool(options.get("--dry-run")),
         messages_key=messages_key, system_key=system_key,
     )
@@ -257,5 +267,5 @@ def build_output(inp: PassInput, messages_out: list, system_out: Any) -> Any:
     return document
 
 
-__all__ = ["CODECS", "PassInput", "build_output", "dumps", "loads", "parse_document", "read_input",
-           "reduce_available"]
+__all__ = ["CODECS", "MAX_DEPTH", "MAX_NOW_MS", "PassInput", "build_output", "dumps", "loads", "parse_document",
+           "read_input", "reduce_available"]

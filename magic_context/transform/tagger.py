@@ -7,13 +7,12 @@ own text (including malformed forms such as `§12">§`) are stripped so they nev
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 
 from magic_context.records import Factory, record
 from magic_context.transform.tags import KIND_MEDIA, KIND_TEXT, KIND_TOOL, KnownTags, Tag
-from magic_context.wire import arcs
+from magic_context.wire import arcs, jsonio
 from magic_context.wire import model as m
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
@@ -83,7 +82,7 @@ TOOL_CALL_OVERHEAD: Final = 12
 def call_tokens(block: m.Block, estimate: Callable[[str], int]) -> int:
     """Estimated prompt cost of a tool call: its arguments as JSON plus a fixed overhead."""
     try:
-        args = json.dumps(block.input, ensure_ascii=False)
+        args = jsonio.text(block.input)
     except (TypeError, ValueError):
         args = str(block.input)
     return estimate(args) + TOOL_CALL_OVERHEAD

@@ -40,7 +40,7 @@ _KNOWN_ROLES = frozenset({"user", "assistant", "system"})
 def _mark(msg: dict) -> str | None:
     """The format this one message proves, or None when it could be any of them."""
     role = msg.get("role")
-    if role in _PI_ROLES:
+    if isinstance(role, str) and role in _PI_ROLES:
         return m.PI
     if role in _OPENAI_ROLES or any(f in msg for f in _OPENAI_FIELDS):
         return m.OPENAI
@@ -54,6 +54,8 @@ def _mark(msg: dict) -> str | None:
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
+        if not isinstance(kind, str):
+            continue  # no format's block: the codec names it
         # Pi's thinking carries `thinkingSignature` (or nothing), Anthropic's always `signature`
         if kind == "toolCall" or (kind == "thinking" and "signature" not in block) \
                 or (kind == "image" and "mimeType" in block):
@@ -94,7 +96,7 @@ def detect_harness(doc: Any) -> str:
     for i, msg in enumerate(doc):
         if not isinstance(msg, dict):
             raise BadInput(f"unknown message shape: messages[{i}] is not an object")
-        if msg.get("type") in _RESPONSES_ITEMS:
+        if isinstance(msg.get("type"), str) and msg["type"] in _RESPONSES_ITEMS:
             return m.OPENAI_RESPONSES
         role = msg.get("role")
         if not isinstance(role, str):

@@ -8,22 +8,15 @@ hash sees the raw message and stays stable while mc edits its copy.
 
 from __future__ import annotations
 
+from magic_context.wire import jsonio
+
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
     from typing import Any
 
 
-try:  # orjson is optional on the hot path; json gives the same canonical bytes, slower.
-    import orjson
-
-    def _canonical(value: Any) -> bytes:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-
-except ImportError:  # pragma: no cover - exercised only without orjson
-    import json
-
-    def _canonical(value: Any) -> bytes:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+def _canonical(value: Any) -> bytes:
+    return jsonio.dumps(value, sort_keys=True)  # orjson; the stdlib for documents nested past its limit
 
 
 try:  # the builtin module skips hashlib's OpenSSL set-up (~2.5 ms per hook process)

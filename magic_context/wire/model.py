@@ -54,6 +54,13 @@ OPENAI: Final = "openai"
 OPENAI_RESPONSES: Final = "openai-responses"
 HARNESSES: Final = (OPENCODE, PI, ANTHROPIC, OPENAI, OPENAI_RESPONSES)
 
+# OpenAI Chat Completions reasoning fields (wire.openai decodes each into a REASONING block whose
+# meta["field"] names it). The provider reads none of them as prompt: Chat Completions has no reasoning
+# input, DeepSeek discards earlier rounds' `reasoning_content`, and OpenRouter hands `reasoning_details`
+# to providers that drop earlier turns' thinking. They stay in the message (mc never edits them) but
+# cost no prompt tokens (`in_prompt`).
+CHAT_REASONING_FIELDS: Final = frozenset({"reasoning_content", "reasoning", "reasoning_details"})
+
 # Marks for the harness's own compaction (later stages never summarize a summary).
 COMPACTION_REQUEST: Final = "request"  # OpenCode user message holding a `compaction` part
 # The harness's own summary (OpenCode summary:true, Pi compactionSummary, Claude Code isCompactSummary).
@@ -165,6 +172,17 @@ class Conversation:
 
 
 
+MAX_EPOCH_MS: Final = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+
+
+def epoch_ms(value: Any) -> int | None:
+    """A message time in epoch milliseconds, or None unless a number in [0, year 9999] (a time is metadata:
+    one out of range is dropped rather than stored, where SQLite's 64-bit integers would overflow)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= MAX_EPOCH_MS:
+        return int(value)
+    return None
+
+
 def obj(value: Any) -> dict[str, Any]:
     """`value` itself when it is a JSON object, else an empty one (lenient reads of optional fields)."""
     return value if isinstance(value, dict) else {}
@@ -255,11 +273,18 @@ def set_system_texts(messages: list, found: list[tuple[int, dict]], texts: list[
     return messages
 
 
+def in_prompt(block: Block) -> bool:
+    """Whether the provider reads `block` as prompt tokens when the message is sent back (token estimates
+    and the replay's counter skip the rest): every block but Chat Completions reasoning fields."""
+    return block.kind != REASONING or not block.meta or block.meta.get("field") not in CHAT_REASONING_FIELDS
+
+
 __all__ = [
     "ANTHROPIC",
     "ASSISTANT",
     "BLOCK_KINDS",
     "BRANCH_SUMMARY",
+    "CHAT_REASONING_FIELDS",
     "COMPACTION_REQUEST",
     "COMPACTION_SUMMARY",
     "HARNESSES",
@@ -281,6 +306,7 @@ __all__ = [
     "Conversation",
     "Message",
     "Usage",
+    "in_prompt",
     "joined_text",
     "json_kind",
     "obj",

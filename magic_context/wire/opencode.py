@@ -46,7 +46,7 @@ def _has_result(state: dict[str, Any]) -> bool:
 
 
 def _int_or_none(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return m.epoch_ms(value)
 
 
 # ----------------------------------------------------------------------------------------- decode
@@ -171,6 +171,9 @@ def _decode_tool(index: int, p: int, part: dict[str, Any], key: str, blocks: lis
         raise _bad(index, f"parts[{p}].tool", f"must be a string (got {_kind_of(name)})")
     if not isinstance(state, dict):
         raise _bad(index, f"parts[{p}].state", f"must be an object (got {_kind_of(state)})")
+    status = state.get("status")
+    if status is not None and not isinstance(status, str):
+        raise _bad(index, f"parts[{p}].state.status", f"must be a string (got {_kind_of(status)})")
     meta = part.get("metadata") if isinstance(part.get("metadata"), dict) else None
     blocks.append(m.Block(m.TOOL_CALL, tool_id=call_id, tool_name=name, input=state.get("input"),
                           meta=meta, key=key, raw=part))

@@ -48,11 +48,11 @@ def _kind_of(value: Any) -> str:
 def _timestamp(value: Any) -> int | None:
     """Epoch milliseconds from a number or an ISO-8601 string; None when neither."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return int(value)
+        return m.epoch_ms(value)
     if isinstance(value, str):
         try:
-            return int(datetime.fromisoformat(value).timestamp() * 1000)
-        except ValueError:
+            return m.epoch_ms(datetime.fromisoformat(value).timestamp() * 1000)
+        except (ValueError, OverflowError, OSError):
             return None
     return None
 

@@ -118,7 +118,7 @@ def _parts_text(parts: list, where: str) -> str:
     for j, part in enumerate(parts):
         if not isinstance(part, dict):
             raise _bad(f"{where}[{j}]", f"expected an object, got {_kind(part)}")
-        if part.get("type") in _TEXT_PARTS:
+        if isinstance(part.get("type"), str) and part["type"] in _TEXT_PARTS:
             if not isinstance(part.get("text"), str):
                 raise _bad(f"{where}[{j}].text", f"expected a string, got {_kind(part.get('text'))}")
             texts.append(part["text"])
@@ -153,7 +153,7 @@ def _content_blocks(content: Any, where: str, k: int) -> list[m.Block]:
         here, key = f"{where}.content[{j}]", f"i{k}.{j}"
         if not isinstance(part, dict):
             raise _bad(here, f"expected an object, got {_kind(part)}")
-        kind = part.get("type")
+        kind = part.get("type") if isinstance(part.get("type"), str) else None
         if kind in _TEXT_PARTS:
             text = part.get("text")
             if not isinstance(text, str):
@@ -228,7 +228,7 @@ def _item_blocks(where: str, item: Any, names: dict[str, str]) -> list[m.Block]:
     kind = _type(item)
     if kind == "message":
         role = item.get("role")
-        if role not in _ROLES:
+        if not isinstance(role, str) or role not in _ROLES:
             shown = repr(role[:40]) if isinstance(role, str) else _kind(role)
             raise _bad(f"{where}.role", f"unknown role {shown} (expected user, assistant, system or developer)")
         return _content_blocks(item.get("content"), where, 0)

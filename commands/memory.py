@@ -1,0 +1,355 @@
+"""`mc memory`: list, show, add, edit, archive, restore, merge, remove, export and import project memories."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from commands import _output
+
+memory_app = typer.Typer(no_args_is_help=True, help="Project memories: durable facts shown to the agent in m[0].")
+
+PROJECT_HELP = "Project directory whose memories to use (default: the current directory)."
+JSON_HELP = "Print a JSON envelope on stdout."
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+def _project_id(project: Path | None) -> str:
+    from magic_context import project as identity
+
+    return identity.identity(project or Path.cwd())
+
+
+def _writer(source: str) -> str:
+    """`--source`: the historian writes through its publish, never through this command."""
+    from magic_context.errors import BadInput
+    from magic_context.memory import model
+
+    if source not in (model.USER, model.AGENT, model.DREAMER):
+        raise BadInput(f"--source: unknown writer {source!r}", fix="use user, agent or dreamer")
+    return source
+
+
+@contextmanager
+def _db() -> Iterator[Any]:
+    from magic_context.store import db
+
+    conn = db.open_db()
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def _show(as_json: bool, command: str, data: dict[str, Any], human: Callable[[], None]) -> None:
+    if as_json:
+        _output.print_json(f"memory {command}", data)
+    else:
+        human()
+
+
+def _table(rows: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    out = _output.console()
+    if not rows:
+        out.print("No memories.")
+        return
+    table = Table("id", "category", "status", "seen", "content", box=None, header_style="bold")
+    for row in rows:
+        status = row["status"] + (" (expired)" if row.get("expired") else "") + \
+            (f" → #{row['superseded_by']}" if row.get("superseded_by") else "")
+        content = " ".join(row["content"].split())
+        table.add_row(str(row["id"]), row["category"], status, str(row["seen_count"]),
+                      content if len(content) <= 100 else content[:99] + "…")
+    out.print(table)
+
+
+@memory_app.command("list")
+def list_(
+    project: Path = typer.Option(None, "--project", help=PROJECT_HELP),
+    status: list[str] = typer.Option(None, "--status", help="active, permanent, archived or all (repeatable; "
+                                     "default: active and permanent)."),
+    category: str = typer.Option(None, "--category", help="Only this category."),
+    expired: bool = typer.Option(False, "--expired", help="Show only memories past their TTL."),
+    limit: int = typer.Option(None, "--limit", min=1, help="At most N memories."),
+    all_projects: bool = typer.Option(False, "--all-projects", help="Every project's memories (ids are global)."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """List the project's memories by id.
+
+    \b
+    Examples:
+      mc memory list
+      mc memory list --status all --json
+    """
+    from magic_context.memory import engine, model
+
+    statuses = None
+    if status:
+        statuses = list(model.STATUSES) if "all" in status else status
+    now = _now()
+    pid = None if all_projects else _project_id(project)
+    with _db() as conn:
+        rows = engine.list_memories(conn, pid, statuses=statuses, category=category,
+                                    expired=True if expired else (None if statuses else False), limit=limit,
+                                    now_ms=now)
+    public = [engine.public(r, now_ms=now) for r in rows]
+    _show(as_json, "list", {"project_id": pid, "count": len(public), "memories": public}, lambda: _table(public))
+
+
+@memory_app.command("show")
+def show(
+    memory_id: int = typer.Argument(..., metavar="ID", help="The memory id (#N in the agent's context)."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Show one memory with every field.
+
+    \b
+    Examples:
+      mc memory show 12
+      mc memory show 12 --json
+    """
+    from magic_context.memory import engine
+
+    with _db() as conn:
+        row = engine.public(engine.get(conn, memory_id))
+
+    def human() -> None:
+        out = _output.console()
+        out.print(f"[bold]#{row['id']}[/bold] {row['category']} ({row['status']}"
+                  + (", expired" if row["expired"] else "") + ")", markup=True)
+        out.print(row["content"], markup=False)
+        for key in ("project_id", "importance", "source_type", "source_session", "seen_count", "retrieval_count",
+                    "expires_at", "superseded_by", "merged_from", "metadata"):
+            if row.get(key) not in (None, [], ""):
+                out.print(f"  {key}: {row[key]}", markup=False)
+
+    _show(as_json, "show", {"memory": row}, human)
+
+
+@memory_app.command("add")
+def add(
+    content: str = typer.Argument(..., help="One standalone fact."),
+    category: str = typer.Option(..., "--category", "-c",
+                                 help="PROJECT_RULES, ARCHITECTURE, CONSTRAINTS, CONFIG_VALUES or NAMING."),
+    importance: int = typer.Option(None, "--importance", help="1–100 (default 50): higher renders first."),
+    permanent: bool = typer.Option(False, "--permanent", help="Render before every other memory, never expire."),
+    source: str = typer.Option("user", "--source", help="Who writes it: user, agent or dreamer (integrations "
+                               "calling this for an agent pass agent)."),
+    project: Path = typer.Option(None, "--project", help=PROJECT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Remember a fact for the project; an exact duplicate only bumps its seen count.
+
+    \b
+    Example:
+      mc memory add "Never edit a landed migration" --category CONSTRAINTS
+    """
+    from magic_context.memory import engine
+
+    pid = _project_id(project)
+    with _db() as conn:
+        result = engine.add(conn, pid, content, category, source_type=_writer(source), importance=importance,
+                            permanent=permanent)
+    _show(as_json, "add", {"memory": engine.public(result.memory), "created": result.created,
+                           "message": result.message()}, lambda: _output.console().print(result.message()))
+
+
+@memory_app.command("edit")
+def edit(
+    memory_id: int = typer.Argument(..., metavar="ID"),
+    content: str = typer.Option(None, "--content", help="New text."),
+    category: str = typer.Option(None, "--category", "-c", help="New category."),
+    importance: int = typer.Option(None, "--importance", help="1–100."),
+    permanent: bool = typer.Option(None, "--permanent/--no-permanent", help="Make it permanent, or active again."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Change a memory; the agent sees the new text as an update in m[1] until the next fold.
+
+    \b
+    Examples:
+      mc memory edit 12 --content "Migrations are append-only"
+      mc memory edit 12 --importance 90 --permanent
+    """
+    from magic_context.memory import engine
+
+    with _db() as conn:
+        row = engine.public(engine.edit(conn, memory_id, content=content, category=category, importance=importance,
+                                        permanent=permanent))
+    _show(as_json, "edit", {"memory": row},
+          lambda: _output.console().print(f"Updated memory [ID: {row['id']}] in {row['category']}.", markup=False))
+
+
+@memory_app.command("archive")
+def archive(
+    memory_ids: list[int] = typer.Argument(..., metavar="ID...", help="One or more memory ids."),
+    reason: str = typer.Option(None, "--reason", help="Why (kept in the memory's metadata)."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Hide memories from the agent (all or none); `mc memory restore` brings one back.
+
+    \b
+    Example:
+      mc memory archive 12 14 --reason "no longer true"
+    """
+    from magic_context.memory import engine
+
+    with _db() as conn:
+        rows = [engine.public(r) for r in engine.archive(conn, memory_ids, reason=reason)]
+    ids = ", ".join(str(r["id"]) for r in rows)
+    message = f"Archived memor{'ies' if len(rows) > 1 else 'y'} [ID: {ids}]" + (f" ({reason})." if reason else ".")
+    _show(as_json, "archive", {"memories": rows, "message": message},
+          lambda: _output.console().print(message, markup=False))
+
+
+@memory_app.command("restore")
+def restore(
+    memory_id: int = typer.Argument(..., metavar="ID"),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Make an archived, superseded or expired memory active again (with no TTL).
+
+    \b
+    Example:
+      mc memory restore 12
+    """
+    from magic_context.memory import engine
+
+    with _db() as conn:
+        row = engine.public(engine.restore(conn, memory_id))
+    _show(as_json, "restore", {"memory": row},
+          lambda: _output.console().print(f"Restored memory [ID: {row['id']}] in {row['category']}.", markup=False))
+
+
+@memory_app.command("merge")
+def merge(
+    memory_ids: list[int] = typer.Argument(..., metavar="ID ID...", help="Two or more memories of one category."),
+    content: str = typer.Option(None, "--content", help="The merged text (default: the first memory's)."),
+    source: str = typer.Option("user", "--source", help="Who merges: user, agent or dreamer."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Fold duplicates into one canonical memory; the others are archived as superseded by it.
+
+    \b
+    Example:
+      mc memory merge 12 14 --content "Never edit a landed migration"
+    """
+    from magic_context.memory import engine
+
+    with _db() as conn:
+        result = engine.merge(conn, memory_ids, content=content, source_type=_writer(source))
+    _show(as_json, "merge", {"memory": engine.public(result.memory), "superseded": result.superseded,
+                             "message": result.message()},
+          lambda: _output.console().print(result.message(), markup=False))
+
+
+@memory_app.command("rm")
+def remove(
+    memory_ids: list[int] = typer.Argument(..., metavar="ID...", help="One or more memory ids."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Delete memories for good (all or none). Prefer `archive`, which can be undone.
+
+    \b
+    Example:
+      mc memory rm 12 14
+    """
+    from magic_context.memory import engine
+
+    with _db() as conn:
+        removed = engine.remove(conn, memory_ids)
+    message = "Removed memor" + ("ies" if len(removed) > 1 else "y") + f" [ID: {', '.join(map(str, removed))}]."
+    _show(as_json, "rm", {"removed": removed, "message": message},
+          lambda: _output.console().print(message, markup=False))
+
+
+@memory_app.command("export")
+def export(
+    output: Path = typer.Option(None, "--output", "-o", help="Write to FILE (default: stdout)."),
+    project: Path = typer.Option(None, "--project", help=PROJECT_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Write every memory of the project (all statuses) as JSON Lines, for backup or another machine.
+
+    \b
+    Examples:
+      mc memory export -o memories.jsonl
+      mc memory export --project ../other | mc memory import -
+    """
+    import json
+
+    from magic_context.memory import transfer
+
+    pid = _project_id(project)
+    with _db() as conn:
+        lines = list(transfer.export_lines(conn, pid))
+    if output is not None:
+        from magic_context import paths
+
+        output.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        paths.secure_file(output)
+        data: dict[str, Any] = {"project_id": pid, "count": len(lines), "path": str(output)}
+        _show(as_json, "export", data,
+              lambda: _output.note(f"exported {len(lines)} memories to {output}"))
+    elif as_json:
+        _output.print_json("memory export", {"project_id": pid, "count": len(lines),
+                                             "memories": [json.loads(line) for line in lines]})
+    else:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+
+
+@memory_app.command("import")
+def import_(
+    source: str = typer.Argument(..., metavar="FILE", help="JSON Lines from `mc memory export` ('-' for stdin)."),
+    project: Path = typer.Option(None, "--project", help="Project to import into (default: the current directory)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate and count; write nothing."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Import memories into the project; a bad line stops everything with its line number and field.
+
+    \b
+    Memories already present (same category and normalized text) are skipped,
+    so importing a file twice changes nothing.
+    \b
+    Examples:
+      mc memory import memories.jsonl --dry-run
+      mc memory export --project ../other | mc memory import -
+    """
+    from magic_context.errors import BadInput
+    from magic_context.memory import transfer
+
+    try:
+        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read {source}: {exc.strerror or exc}", fix="check the path") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{source}: not UTF-8 text (byte {exc.start})", fix="pass a file from `mc memory export`") \
+            from exc
+    pid = _project_id(project)
+    with _db() as conn:
+        run = transfer.import_dry_run if dry_run else transfer.import_lines
+        result = run(conn, pid, text.splitlines(), now_ms=_now())
+    verb = "would import" if dry_run else "imported"
+    message = f"{verb} {result.imported} memories, {result.existing} already present"
+    _show(as_json, "import", {"project_id": pid, "imported": result.imported, "existing": result.existing,
+                              "dry_run": dry_run, "message": message},
+          lambda: _output.console().print(message, markup=False))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(memory_app, name="memory")
+
+
+__all__ = ["memory_app", "register"]

@@ -1,0 +1,155 @@
+"""`mc note`: add, list and dismiss session and project notes (ctx_note for shell-based integrations)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from commands import _output
+
+note_app = typer.Typer(no_args_is_help=True, help="Notes: things to come back to, for a session or a project.")
+
+JSON_HELP = "Print a JSON envelope on stdout."
+
+
+def _scope(conn: Any, session: str | None, harness: str | None, project: Path | None) -> tuple[int | None, str]:
+    """(session pk or None, project identity): a session's own project unless --project says otherwise."""
+    from magic_context import project as identity
+    from magic_context.store import sessions
+
+    if session:
+        pk = sessions.find_session(conn, session, harness)
+        filed = (sessions.session_info(conn, pk) or {}).get("project_id")
+        if project is None and filed:
+            return pk, filed
+        return pk, identity.identity(project or Path.cwd())
+    return None, identity.identity(project or Path.cwd())
+
+
+def _line(note: dict[str, Any]) -> str:
+    status = "" if note["status"] in ("active", "pending") and not note["surface_condition"] else f" ({note['status']})"
+    line = f"- #{note['id']}{status} [{note['type']}]: {note['content']}"
+    if note["surface_condition"]:
+        line += (f"\n  Condition met: {note['ready_reason']}" if note["status"] == "ready" and note["ready_reason"]
+                 else f"\n  Condition: {note['surface_condition']}")
+    return line
+
+
+@note_app.command("add")
+def add(
+    content: str = typer.Argument(..., help="What to come back to."),
+    session: str = typer.Option(None, "--session", help="Attach to this session (default: a project note)."),
+    harness: str = typer.Option(None, "--harness", help="Disambiguate a session id used by several harnesses."),
+    project: Path = typer.Option(None, "--project", help="Project directory (default: the session's, else the "
+                                 "current directory)."),
+    project_note: bool = typer.Option(False, "--project-note", help="With --session: a note for every session "
+                                      "of the project, written by this one."),
+    condition: str = typer.Option(None, "--condition", help="Surface it only when this becomes true (the dreamer "
+                                  "checks; the note stays pending until then)."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Save a note; the agent is told how many notes wait, never their text, until it reads them.
+
+    \b
+    Examples:
+      mc note add --session ses_abc123 "rerun the flaky proxy test before release"
+      mc note add "drop the shim" --condition "when httpx 1.0 is released"
+    """
+    from magic_context.memory import notes
+    from magic_context.store import db
+
+    conn = db.open_db()
+    try:
+        pk, pid = _scope(conn, session, harness, project)
+        scope = notes.SESSION if pk is not None and not project_note else notes.PROJECT
+        note = notes.add(conn, content, project_id=pid, session_pk=pk, scope=scope, surface_condition=condition)
+    finally:
+        conn.close()
+    message = (f"Created smart note #{note['id']}. The dreamer will evaluate its condition:\n"
+               f"- Content: {note['content']}\n- Condition: {note['surface_condition']}"
+               if note["surface_condition"] else f"Saved {note['type']} note #{note['id']}.")
+    warnings = []
+    if note["surface_condition"]:
+        from magic_context.config.load import load_config
+
+        if not load_config(project).config.dreamer.enabled:
+            warnings.append("the dreamer is off (dreamer.enabled = false): the condition is stored but not checked "
+                            "until it runs; the note stays pending")
+    if as_json:
+        _output.print_json("note add", {"note": note, "message": message, "warnings": warnings})
+    else:
+        _output.console().print(message, markup=False)
+        for text in warnings:
+            _output.warn(text)
+
+
+@note_app.command("list")
+def list_(
+    session: str = typer.Option(None, "--session", help="This session's notes and its project's notes."),
+    harness: str = typer.Option(None, "--harness", help="Disambiguate a session id used by several harnesses."),
+    project: Path = typer.Option(None, "--project", help="Project directory (default: the current directory)."),
+    status: list[str] = typer.Option(None, "--status", help="active, pending, ready, dismissed or all "
+                                     "(repeatable; default: all but dismissed)."),
+    limit: int = typer.Option(None, "--limit", min=1, help="At most N notes (newest first)."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """List notes, newest first.
+
+    \b
+    Examples:
+      mc note list --session ses_abc123
+      mc note list --project . --json
+    """
+    from magic_context.memory import notes
+    from magic_context.store import db
+
+    statuses = None if not status else list(notes.STATUSES) if "all" in status else status
+    conn = db.open_db()
+    try:
+        pk, pid = _scope(conn, session, harness, project)
+        rows = notes.list_notes(conn, session_pk=pk, project_id=pid, statuses=statuses, limit=limit)
+    finally:
+        conn.close()
+    if as_json:
+        _output.print_json("note list", {"project_id": pid, "count": len(rows), "notes": rows})
+        return
+    out = _output.console()
+    if not rows:
+        out.print("No notes.")
+    for row in rows:
+        out.print(_line(row), markup=False)
+
+
+@note_app.command("dismiss")
+def dismiss(
+    note_id: int = typer.Argument(..., metavar="ID"),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Dismiss a note that is done or stale.
+
+    \b
+    Example:
+      mc note dismiss 3
+    """
+    from magic_context.memory import notes
+    from magic_context.store import db
+
+    conn = db.open_db()
+    try:
+        note = notes.dismiss(conn, note_id)
+    finally:
+        conn.close()
+    message = f"Note #{note['id']} dismissed."
+    if as_json:
+        _output.print_json("note dismiss", {"note": note, "message": message})
+    else:
+        _output.console().print(message, markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(note_app, name="note")
+
+
+__all__ = ["note_app", "register"]

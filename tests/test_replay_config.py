@@ -1,0 +1,61 @@
+"""`mc replay` runs mc with the config it is asked about: --config FILE, the user's config.toml, or none."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import SESSIONS, run_mc
+
+from magic_context.errors import BadInput
+from magic_context.replay import replay
+from magic_context.replay.runner import resolve_config
+
+SUBAGENT = SESSIONS / "claude-code" / "bookminder-subagent-a12564cd.jsonl"
+
+
+def _mc(data: dict) -> dict:
+    return next(s for s in data["strategies"] if s["name"] == "mc")
+
+
+def test_user_config_is_honoured_and_no_user_config_ignores_it(isolated_dirs: dict[str, Path]) -> None:
+    isolated_dirs["config"].mkdir(parents=True)
+    user = isolated_dirs["config"] / "config.toml"
+    user.write_text("execute_threshold_percentage = 40\n", encoding="utf-8")
+
+    mine = replay(SUBAGENT, context_limit=20_000, strategies=["mc"]).to_dict()
+    assert mine["config"] == {"source": "user", "file": str(user)}
+    assert _mc(mine)["threshold_percent"] == 40
+
+    clean = replay(SUBAGENT, context_limit=20_000, strategies=["mc"], user_config=False).to_dict()
+    assert clean["config"] == {"source": "defaults", "file": None}
+    assert _mc(clean)["threshold_percent"] == 65
+    assert user.read_text(encoding="utf-8") == "execute_threshold_percentage = 40\n"  # never written
+
+
+def test_config_flag_wins_over_the_user_config(isolated_dirs: dict[str, Path], tmp_path: Path) -> None:
+    isolated_dirs["config"].mkdir(parents=True)
+    (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 40\n", encoding="utf-8")
+    candidate = tmp_path / "candidate.toml"
+    candidate.write_text("execute_threshold_percentage = 55\n", encoding="utf-8")
+    proc = run_mc("replay", str(SUBAGENT), "--context-limit", "20000", "--strategies", "mc,native",
+                  "--config", str(candidate), "--json")
+    assert proc.returncode == 0, proc.stderr.decode()
+    data = json.loads(proc.stdout)["data"]
+    assert data["config"] == {"source": "flag", "file": str(candidate)}
+    assert _mc(data)["threshold_percent"] == 55
+
+
+def test_config_flag_errors_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="no such file"):
+        resolve_config(tmp_path / "missing.toml", True)
+    broken = tmp_path / "broken.toml"
+    broken.write_text("execute_threshold_percentage = = 40\n", encoding="utf-8")
+    proc = run_mc("replay", str(SUBAGENT), "--config", str(broken))
+    assert proc.returncode != 0
+    assert "broken.toml" in proc.stderr.decode() and "not valid TOML" in proc.stderr.decode()
+
+
+def test_no_user_config_when_none_exists(isolated_dirs: dict[str, Path]) -> None:
+    assert resolve_config(None, True) == (None, "defaults")
