@@ -28,7 +28,7 @@ def doctor(
     """
     from magic_context import paths
     from magic_context.doctor.checks import default_checks, integration_checks
-    from magic_context.doctor.registry import DoctorContext, Status, run_checks, summarize
+    from magic_context.doctor.registry import DoctorContext, report, run_checks
     from magic_context.errors import ExitCode, SchemaTooNew
     from magic_context.store import db as store_db
 
@@ -43,22 +43,18 @@ def doctor(
     ctx = DoctorContext(project_dir=project or Path.cwd())
     checks = default_checks() + integration_checks(ctx.project_dir)
     outcomes = run_checks(checks, ctx, fix=fix, confirm=confirm)
-    counts = summarize(outcomes)
     from magic_context.config.secrets import redacted
 
-    if as_json:
-        _output.print_json("doctor", redacted({"checks": [o.as_dict() for o in outcomes], "summary": counts,
-                                               "paths": paths.all_paths()}, ctx.project_dir))
-    else:
-        redacted(None, ctx.project_dir)  # registers the configured keys for the rendering below
-        _render(outcomes, counts)
+    result = report(outcomes, paths.all_paths())
+    _output.emit(result, as_json=as_json, human=lambda r: _render(outcomes, r.data["summary"]),
+                 redact=lambda value: redacted(value, ctx.project_dir))  # also registers the keys for _render
     version = ctx.notes.get("schema_version")
     if isinstance(version, int) and version > store_db.SCHEMA_VERSION:
         raise SchemaTooNew(
             f"database {paths.db_path()} has schema version {version} but this mc knows only {store_db.SCHEMA_VERSION}",
             fix="upgrade mc (pip install -U magic-context)",
         )
-    if counts[Status.FAIL.value]:
+    if result.failed:
         raise typer.Exit(int(ExitCode.CHECK_FAILED))
 
 

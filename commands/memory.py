@@ -112,7 +112,13 @@ def show(
     memory_id: int = typer.Argument(..., metavar="ID", help="The memory id (#N in the agent's context)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Show one memory with every field."""
+    """Show one memory with every field.
+
+    \b
+    Examples:
+      mc memory show 12
+      mc memory show 12 --json
+    """
     from magic_context.memory import engine
 
     with _db() as conn:
@@ -168,7 +174,13 @@ def edit(
     permanent: bool = typer.Option(None, "--permanent/--no-permanent", help="Make it permanent, or active again."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Change a memory; the agent sees the new text as an update in m[1] until the next fold."""
+    """Change a memory; the agent sees the new text as an update in m[1] until the next fold.
+
+    \b
+    Examples:
+      mc memory edit 12 --content "Migrations are append-only"
+      mc memory edit 12 --importance 90 --permanent
+    """
     from magic_context.memory import engine
 
     with _db() as conn:
@@ -184,7 +196,12 @@ def archive(
     reason: str = typer.Option(None, "--reason", help="Why (kept in the memory's metadata)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Hide memories from the agent (all or none); `mc memory restore` brings one back."""
+    """Hide memories from the agent (all or none); `mc memory restore` brings one back.
+
+    \b
+    Example:
+      mc memory archive 12 14 --reason "no longer true"
+    """
     from magic_context.memory import engine
 
     with _db() as conn:
@@ -200,7 +217,12 @@ def restore(
     memory_id: int = typer.Argument(..., metavar="ID"),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Make an archived, superseded or expired memory active again (with no TTL)."""
+    """Make an archived, superseded or expired memory active again (with no TTL).
+
+    \b
+    Example:
+      mc memory restore 12
+    """
     from magic_context.memory import engine
 
     with _db() as conn:
@@ -216,7 +238,12 @@ def merge(
     source: str = typer.Option("user", "--source", help="Who merges: user, agent or dreamer."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Fold duplicates into one canonical memory; the others are archived as superseded by it."""
+    """Fold duplicates into one canonical memory; the others are archived as superseded by it.
+
+    \b
+    Example:
+      mc memory merge 12 14 --content "Never edit a landed migration"
+    """
     from magic_context.memory import engine
 
     with _db() as conn:
@@ -231,7 +258,12 @@ def remove(
     memory_ids: list[int] = typer.Argument(..., metavar="ID...", help="One or more memory ids."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Delete memories for good (all or none). Prefer `archive`, which can be undone."""
+    """Delete memories for good (all or none). Prefer `archive`, which can be undone.
+
+    \b
+    Example:
+      mc memory rm 12 14
+    """
     from magic_context.memory import engine
 
     with _db() as conn:
@@ -288,6 +320,10 @@ def import_(
     \b
     Memories already present (same category and normalized text) are skipped,
     so importing a file twice changes nothing.
+    \b
+    Examples:
+      mc memory import memories.jsonl --dry-run
+      mc memory export --project ../other | mc memory import -
     """
     from magic_context.errors import BadInput
     from magic_context.memory import transfer

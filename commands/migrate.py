@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
 from commands import _output
+from magic_context.results import Result
 
 
 def migrate(
@@ -32,24 +31,17 @@ def migrate(
             result = migrations.status(conn) if dry_run else migrations.apply(conn)
         finally:
             conn.close()
-    data: dict[str, Any] = {
-        "database": str(paths.db_path()),
-        "dry_run": dry_run,
-        "applied": [] if dry_run else result.pending,
-        "pending": result.pending if dry_run else [],
-        "already_applied": result.applied,
-        "schema_version": result.version_after,
-        "target_version": db.SCHEMA_VERSION,
-    }
-    if as_json:
-        _output.print_json("migrate", data)
-        return
+    _output.emit(result.to_result(str(paths.db_path()), dry_run=dry_run), as_json=as_json, human=_render)
+
+
+def _render(result: Result) -> None:
+    data = result.data
     out = _output.console()
-    names = data["pending"] if dry_run else data["applied"]
+    names = data["pending"] if data["dry_run"] else data["applied"]
     if not names:
         out.print(f"Database {data['database']} is up to date (schema version {data['schema_version']}).")
         return
-    verb = "Would apply" if dry_run else "Applied"
+    verb = "Would apply" if data["dry_run"] else "Applied"
     out.print(f"{verb} {len(names)} migration(s) to {data['database']}:")
     for name in names:
         out.print(f"  {name}")

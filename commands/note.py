@@ -95,7 +95,13 @@ def list_(
     limit: int = typer.Option(None, "--limit", min=1, help="At most N notes (newest first)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """List notes, newest first."""
+    """List notes, newest first.
+
+    \b
+    Examples:
+      mc note list --session ses_abc123
+      mc note list --project . --json
+    """
     from magic_context.memory import notes
     from magic_context.store import db
 
@@ -121,7 +127,12 @@ def dismiss(
     note_id: int = typer.Argument(..., metavar="ID"),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Dismiss a note that is done or stale."""
+    """Dismiss a note that is done or stale.
+
+    \b
+    Example:
+      mc note dismiss 3
+    """
     from magic_context.memory import notes
     from magic_context.store import db
 

@@ -62,7 +62,13 @@ def _announce(record: dict) -> None:
 
 @proxy_app.command("status")
 def status(as_json: bool = typer.Option(False, "--json", help="Print a JSON envelope on stdout.")) -> None:
-    """Show whether the proxy runs, where, and what it has done; exit 1 when it is not running."""
+    """Show whether the proxy runs, where, and what it has done; exit 1 when it is not running.
+
+    \b
+    Examples:
+      mc proxy status
+      mc proxy status --json
+    """
     from magic_context.proxy import lifecycle
 
     data = lifecycle.status()
@@ -99,7 +105,13 @@ def stop(
     timeout: float = typer.Option(130.0, "--timeout", help="Seconds to wait for in-flight answers to finish."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON envelope on stdout."),
 ) -> None:
-    """Stop the running proxy gracefully (SIGTERM); exit 1 when none runs or it did not stop in time."""
+    """Stop the running proxy gracefully (SIGTERM); exit 1 when none runs or it did not stop in time.
+
+    \b
+    Examples:
+      mc proxy stop
+      mc proxy stop --timeout 10 --json
+    """
     from magic_context.proxy import lifecycle
 
     data = lifecycle.stop(timeout)

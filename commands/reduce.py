@@ -38,11 +38,7 @@ def reduce(
                                  now_ms=int(time.time() * 1000))
     finally:
         conn.close()
-    if as_json:
-        _output.print_json("reduce", {"queued": result.queued, "already_pending": result.already_pending,
-                                      "message": result.message()})
-    else:
-        _output.console().print(result.message())
+    _output.emit(result.to_result(), as_json=as_json, human=lambda r: _output.console().print(r.data["message"]))
 
 
 def register(app: typer.Typer) -> None:

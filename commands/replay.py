@@ -72,16 +72,13 @@ def replay(
         which = "the recorded model's window" if result.limit_source == "model" else "the default window"
         _output.note(f"no --context-limit: replayed against {which} ({result.context_limit:,} tokens); "
                      "pass a smaller window to see how each strategy copes with overflow")
-    data = result.to_dict()
+    outcome = result.to_result()
     if plot is not None:
         from magic_context.replay import plot as plot_mod
 
         written = plot_mod.write(result, plot)
         _output.note(f"plot written to {written}")
-    if as_json:
-        _output.print_json("replay", data)
-        return
-    _render(data)
+    _output.emit(outcome, as_json=as_json, human=lambda r: _render(r.data))
 
 
 class _progress:

@@ -30,17 +30,14 @@ def status(
     conn = db.open_db()
     try:
         project_id = project_identity.identity(project) if project and not session else None
-        data = engine.status(conn, session_id=None if latest and not session else session, harness=harness,
-                             project_id=project_id)
+        result = engine.report(conn, session_id=None if latest and not session else session, harness=harness,
+                               project_id=project_id)
     finally:
         conn.close()
     from magic_context.config.secrets import redacted
 
-    data = redacted(data, project)  # stored errors may echo a configured key (a provider's error text)
-    if as_json:
-        _output.print_json("status", data)
-        return
-    _render(data)
+    _output.emit(result, as_json=as_json, human=lambda r: _render(r.data),
+                 redact=lambda value: redacted(value, project))  # stored errors may echo a configured key
 
 
 def _bar(percent: float | None, width: int = 30) -> str:

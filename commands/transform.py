@@ -7,19 +7,27 @@ Real invocations never reach this module: `commands.main` dispatches `mc transfo
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import typer
 
+from magic_context.transform.flags import FLAGS
+
+
+def _opt(flag: str) -> Any:
+    """A Typer option declared by `magic_context.transform.flags` (the hot path's own table)."""
+    metavar, text = FLAGS[flag]
+    return typer.Option(None if metavar else False, flag, metavar=metavar, help=text)
+
 
 def transform(
-    harness: str = typer.Option(None, "--harness",
-                                help="opencode | pi | anthropic | openai | openai-responses (default: detected)."),
-    session: str = typer.Option(None, "--session", help="Session id (default: from the input or a fingerprint)."),
-    project: str = typer.Option(None, "--project", help="Project directory (default: the current directory)."),
-    model: str = typer.Option(None, "--model", help="Model as PROVIDER/ID."),
-    context_limit: int = typer.Option(None, "--context-limit", help="Context window in tokens."),
-    report: bool = typer.Option(False, "--report", help="Print the pass report as one JSON line on stderr."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Compute and print, persist nothing."),
+    harness: str = _opt("--harness"),
+    session: str = _opt("--session"),
+    project: str = _opt("--project"),
+    model: str = _opt("--model"),
+    context_limit: int = _opt("--context-limit"),
+    report: bool = _opt("--report"),
+    dry_run: bool = _opt("--dry-run"),
 ) -> None:
     """Rewrite one request read from stdin (JSON) and print it on stdout.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from commands import _output
+from magic_context.results import Result
 
 PROVIDERS = ("extractive", "anthropic", "openai", "command")
 
@@ -47,23 +48,24 @@ def wrapup(
             result = _with_progress(conn, pk, keep, provider, engine)
     finally:
         conn.close()
-    data = result.as_dict()
-    failed = result.disposition in (engine.FAILED, engine.ALREADY_IN_PROGRESS)
-    if as_json:
-        _output.print_json("wrapup", data, [result.reason] if failed else None)
-        if failed:
-            raise typer.Exit(1)
-        return
-    if failed:
+    outcome = result.to_result()
+    if outcome.failed and not as_json:
         raise CheckFailed(f"wrapup {result.disposition.replace('_', ' ')}: {result.reason}",
-                          fix="`mc status` shows the historian's last failure")
+                          fix=outcome.problems[0].fix)
+    _output.emit(outcome, as_json=as_json, human=_render)
+    if outcome.failed:
+        raise typer.Exit(1)
+
+
+def _render(outcome: Result) -> None:
+    data = outcome.data
     out = _output.console()
-    if result.disposition == engine.NOTHING_TO_COMPACT:
-        out.print(f"nothing to compact: {result.reason}", soft_wrap=True)
+    if data["disposition"] == "nothing_to_compact":
+        out.print(f"nothing to compact: {data['reason']}", soft_wrap=True)
     else:
-        via = ", ".join(result.providers)
-        out.print(f"{result.reason} (via {via}, {result.rounds} round{'s' if result.rounds != 1 else ''})",
-                  soft_wrap=True)
+        via = ", ".join(data["providers"])
+        rounds = data["rounds"]
+        out.print(f"{data['reason']} (via {via}, {rounds} round{'s' if rounds != 1 else ''})", soft_wrap=True)
 
 
 def _with_progress(conn, pk: int, keep: int, provider: str | None, engine):

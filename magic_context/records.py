@@ -108,11 +108,12 @@ def save_code_cache() -> None:
 
 
 class _Factory:
-    """Default factory marker (what `Factory(factory=fn)` builds at run time)."""
+    """Default factory marker (what `Factory(factory=fn)` builds at run time; `Factory(fn)` works too, but
+    type checkers only see a keyword `factory` as a field's default)."""
 
     __slots__ = ("fn",)
 
-    def __init__(self, *, factory: Callable[[], Any]) -> None:
+    def __init__(self, factory: Callable[[], Any]) -> None:
         self.fn = factory
 
 

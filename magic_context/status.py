@@ -8,6 +8,7 @@ from typing import Any
 
 from magic_context import paths
 from magic_context.errors import NotFound
+from magic_context.results import Result
 from magic_context.store import compartments as compartment_store
 from magic_context.store import memories as memory_store
 from magic_context.store import notes as note_store
@@ -106,4 +107,10 @@ def status(conn: sqlite3.Connection, *, session_id: str | None = None, harness: 
     return session_status(conn, pk)
 
 
-__all__ = ["cache_split", "latest_session", "session_status", "status"]
+def report(conn: sqlite3.Connection, *, session_id: str | None = None, harness: str | None = None,
+           project_id: str | None = None) -> Result:
+    """`mc status`'s result: `status(...)` as data."""
+    return Result("status", status(conn, session_id=session_id, harness=harness, project_id=project_id))
+
+
+__all__ = ["cache_split", "latest_session", "report", "session_status", "status"]

@@ -38,7 +38,7 @@ def test_migrate_and_doctor_json_on_empty_dirs(mc, isolated_dirs) -> None:
     assert migrate.returncode == 0, migrate.stderr
     data = json.loads(migrate.stdout)
     assert data["command"] == "migrate" and data["data"]["schema_version"] == db.SCHEMA_VERSION
-    assert set(data) == {"mc_version", "envelope_version", "command", "data", "errors"}
+    assert set(data) == {"mc_version", "envelope_version", "command", "data", "errors", "problems"}
     doctor = mc("doctor", "--json")
     report = json.loads(doctor.stdout)
     statuses = {c["name"]: c["status"] for c in report["data"]["checks"]}

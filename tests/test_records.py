@@ -25,6 +25,7 @@ def test_record_fields_defaults_factories_and_methods() -> None:
     a, b = Point(1), Point(1)
     assert (a.x, a.y, a.tags) == (1, 0, [])
     assert a.tags is not b.tags  # a fresh factory value per instance
+    assert Factory(list).fn is list  # positional still works at run time (older call sites)
     assert a == b and a != Point(1, 2) and a != (1, 0, [])
     assert repr(Point(1, 2, [3])) == "Point(x=1, y=2, tags=[3])"
     assert Point.__slots__ == ("x", "y", "tags")

@@ -6,7 +6,9 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
+from magic_context import results
 from magic_context.records import Factory, record
+from magic_context.results import Problem, Result
 
 
 class Status(StrEnum):
@@ -94,4 +96,16 @@ def summarize(outcomes: list[Outcome]) -> dict[str, int]:
     return counts
 
 
-__all__ = ["Check", "CheckResult", "DoctorContext", "Outcome", "Status", "run_checks", "summarize"]
+def report(outcomes: list[Outcome], paths: dict[str, str]) -> Result:
+    """`mc doctor`'s result: failed when a check failed (one problem per failed check, coded by its name),
+    a warning when one only warned (the checks in `data` say which)."""
+    counts = summarize(outcomes)
+    problems = tuple(Problem(o.check.name, f"{o.check.name}: {o.result.detail}", o.check.fix_summary)
+                     for o in outcomes if o.result.status is Status.FAIL)
+    status = (results.Status.FAILED if counts[Status.FAIL.value] else
+              results.Status.WARN if counts[Status.WARN.value] else results.Status.OK)
+    return Result("doctor", {"checks": [o.as_dict() for o in outcomes], "summary": counts, "paths": paths},
+                  status, problems)
+
+
+__all__ = ["Check", "CheckResult", "DoctorContext", "Outcome", "Status", "report", "run_checks", "summarize"]

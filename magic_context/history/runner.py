@@ -26,6 +26,7 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +53,20 @@ DEFAULT_TIMEOUT_MS = 300_000
 DEFAULT_CONTEXT_LIMIT = 200_000
 DEFAULT_THRESHOLD = 65.0
 
-PUBLISHED, NOTHING, BUSY, FAILED, STALE = "published", "nothing", "busy", "failed", "stale"
+
+
+class RunStatus(StrEnum):
+    """How one historian run ended (stored as the historian state's `last_status`)."""
+
+    PUBLISHED = "published"
+    NOTHING = "nothing"
+    BUSY = "busy"
+    FAILED = "failed"
+    STALE = "stale"
+
+
+PUBLISHED, NOTHING, BUSY = RunStatus.PUBLISHED, RunStatus.NOTHING, RunStatus.BUSY
+FAILED, STALE = RunStatus.FAILED, RunStatus.STALE
 
 
 @record
@@ -60,7 +74,7 @@ class RunResult:
     """What one run did. `status`: published, nothing (no eligible history), busy (lease held elsewhere),
     failed (every provider failed; see `failure`), stale (another run published first)."""
 
-    status: str
+    status: RunStatus
     reason: str = ""
     start: int | None = None
     end: int | None = None

@@ -16,20 +16,31 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Callable
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from magic_context.history import boundary, publish, runner
 from magic_context.records import Factory, record
+from magic_context.results import Problem, Result, Status
 from magic_context.store.db import atomic
 from magic_context.store.sessions import session_info
 
 if TYPE_CHECKING:
     from magic_context.config.model import MCConfig
 
-COMPLETED = "completed"
-NOTHING_TO_COMPACT = "nothing_to_compact"
-ALREADY_IN_PROGRESS = "already_in_progress"
-FAILED = "failed"
+
+
+class Disposition(StrEnum):
+    """How a wrapup ended (`disposition` in `mc wrapup --json`)."""
+
+    COMPLETED = "completed"
+    NOTHING_TO_COMPACT = "nothing_to_compact"
+    ALREADY_IN_PROGRESS = "already_in_progress"
+    FAILED = "failed"
+
+
+COMPLETED, NOTHING_TO_COMPACT = Disposition.COMPLETED, Disposition.NOTHING_TO_COMPACT
+ALREADY_IN_PROGRESS, FAILED = Disposition.ALREADY_IN_PROGRESS, Disposition.FAILED
 MAX_ROUNDS = 500
 
 Progress = Callable[[int, int], None]
@@ -40,7 +51,7 @@ Progress = Callable[[int, int], None]
 class WrapupResult:
     """What a wrapup did; `start..end` is the range folded by this wrapup (None when nothing was)."""
 
-    disposition: str
+    disposition: Disposition
     reason: str = ""
     rounds: int = 0
     compartments: int = 0
@@ -55,6 +66,13 @@ class WrapupResult:
         return {"disposition": self.disposition, "reason": self.reason, "rounds": self.rounds,
                 "compartments": self.compartments, "facts": self.facts, "start": self.start, "end": self.end,
                 "keep": self.keep, "providers": self.providers, "failure": self.failure}
+
+    def to_result(self) -> Result:
+        """`mc wrapup`'s result: failed, coded by the disposition, when the run failed or another holds the lease."""
+        if self.disposition in (FAILED, ALREADY_IN_PROGRESS):
+            problem = Problem(str(self.disposition), self.reason, "`mc status` shows the historian's last failure")
+            return Result("wrapup", self.as_dict(), Status.FAILED, (problem,))
+        return Result("wrapup", self.as_dict())
 
 
 def wrapup(conn: sqlite3.Connection, session_pk: int, *, keep: int = boundary.DEFAULT_KEEP, provider: Any = None,

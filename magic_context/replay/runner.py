@@ -22,6 +22,7 @@ from magic_context.replay import baselines, cost
 from magic_context.replay.engine import McRunner
 from magic_context.replay.passes import Replayable, prepare
 from magic_context.replay.units import TokenCounter
+from magic_context.results import Result
 from magic_context.transform import scheduler
 from magic_context.wire.importers import load_session
 
@@ -141,6 +142,10 @@ class ReplayResult:
     def native(self) -> StrategyRun | None:
         """The native baseline costs are compared with: `native`, else the first `native:X` run."""
         return self.run("native") or next((r for r in self.runs if r.name.startswith("native:")), None)
+
+    def to_result(self) -> Result:
+        """`mc replay`'s result: `to_dict()` as data."""
+        return Result("replay", self.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         native = self.native()

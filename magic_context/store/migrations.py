@@ -12,6 +12,7 @@ from sqlite_utils import Database, Migrations
 
 from magic_context.errors import StorageUnavailable
 from magic_context.records import record
+from magic_context.results import Result
 from magic_context.store import db as store_db
 
 MIGRATION_SET = "magic_context"
@@ -359,6 +360,18 @@ class MigrationStatus:
     pending: list[str]
     version_before: int
     version_after: int
+
+    def to_result(self, database: str, *, dry_run: bool) -> Result:
+        """`mc migrate`'s result (`applied` is empty on a dry run, `pending` after a real one)."""
+        return Result("migrate", {
+            "database": database,
+            "dry_run": dry_run,
+            "applied": [] if dry_run else self.pending,
+            "pending": self.pending if dry_run else [],
+            "already_applied": self.applied,
+            "schema_version": self.version_after,
+            "target_version": store_db.SCHEMA_VERSION,
+        })
 
 
 def all_names() -> list[str]:

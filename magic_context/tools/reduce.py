@@ -10,6 +10,7 @@ import sqlite3
 
 from magic_context.errors import BadInput
 from magic_context.records import record
+from magic_context.results import Result
 from magic_context.store import pending as pending_ops
 from magic_context.store import tags as tag_rows
 from magic_context.store.sessions import find_session
@@ -28,6 +29,10 @@ class ReduceResult:
         if self.already_pending:
             parts.append(f"Already queued: {format_ranges(self.already_pending)}.")
         return " ".join(parts) or "Nothing to drop."
+
+    def to_result(self) -> Result:
+        return Result("reduce", {"queued": self.queued, "already_pending": self.already_pending,
+                                 "message": self.message()})
 
 
 def protected_numbers(conn: sqlite3.Connection, session_pk: int, protected_tags: int) -> set[int]:

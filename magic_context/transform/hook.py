@@ -21,17 +21,15 @@ from magic_context.errors import (
     UnsafeLocation,
 )
 from magic_context.records import record
+from magic_context.transform import flags
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
-USAGE = (
-    "usage: mc transform [--harness H] [--session ID] [--project DIR] [--model PROVIDER/ID] "
-    "[--context-limit N] [--report] [--dry-run]"
-)
-_VALUE_FLAGS = ("--harness", "--session", "--project", "--model", "--context-limit")
-_BOOL_FLAGS = ("--report", "--dry-run")
+USAGE = flags.USAGE
+_VALUE_FLAGS = flags.VALUE_FLAGS
+_BOOL_FLAGS = flags.BOOL_FLAGS
 # Errors that must reach the user as their exit code rather than be papered over by a fallback.
 _FATAL = (BadInput, ContextEmergency, SchemaTooNew, UnsafeLocation)
 
