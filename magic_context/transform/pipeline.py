@@ -11,7 +11,7 @@ import time
 from magic_context import paths, tokens
 from magic_context import project as project_identity
 from magic_context.config.hot import HotConfig, duration_ms, load_hot
-from magic_context.errors import ContextEmergency, StorageBusy
+from magic_context.errors import BadInput, ContextEmergency, StorageBusy
 from magic_context.history import trigger as history_trigger
 from magic_context.records import Factory, record
 from magic_context.store import compartments as compartment_store
@@ -33,7 +33,7 @@ from magic_context.transform import (
 from magic_context.transform import tags as tag_store
 from magic_context.transform.protocol import CODECS, PassInput, build_output, reduce_available
 from magic_context.transform.state import SessionState
-from magic_context.wire import anthropic, identity, openai, responses
+from magic_context.wire import anthropic, arcs, identity, openai, repair, responses
 from magic_context.wire import model as m
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
@@ -184,6 +184,27 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
         conn.close()
 
 
+SYNTHETIC_RESULT_TOKENS = 16  # a "[Tool execution was interrupted]" result mc adds, with its framing
+
+
+def _repair_pairing(messages: list[m.Message], msg_tokens: list[int], harness: str,
+                    warnings: list[str]) -> tuple[list[m.Message], list[int]]:
+    """Repair the tool pairing the harness broke (`wire.repair`: orphan results go, unanswered calls are
+    answered as the harnesses do) before anything is tagged; BadInput when it cannot be made valid, so an
+    invalid request is never served with exit 0. Deterministic: every pass repairs the same way."""
+    tokens_of = {id(msg): t for msg, t in zip(messages, msg_tokens, strict=True)}
+    done = repair.repair(messages, harness)
+    if not done:
+        return messages, msg_tokens
+    problems = arcs.validate_pairing(messages, harness)
+    if problems:
+        raise BadInput(f"the input's tool pairing cannot be repaired: {problems[0]}",
+                       fix="every tool call must be answered by its result right after it")
+    warnings.append(f"repaired the input's tool pairing: {'; '.join(done[:3])}"
+                    + (f" (+{len(done) - 3} more)" if len(done) > 3 else ""))
+    return messages, [tokens_of.get(id(msg), SYNTHETIC_RESULT_TOKENS) for msg in messages]
+
+
 def _unchanged(inp: PassInput, reason: str) -> PassResult:
     return PassResult(inp.document, {"pass": "defer", "bust": False, "reason": reason, "tokens_before": 0,
                                      "tokens_after": 0, "tags": 0, "dropped": 0, "pending_drops": 0,
@@ -232,6 +253,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     all_messages, sync = _decode_and_sync(conn, inp, codec, pk, skim=skim, fold_through=fold_through,
                                           readonly=readonly)
     messages, msg_tokens = _fold(all_messages, sync.tokens, fold_through)
+    messages, msg_tokens = _repair_pairing(messages, msg_tokens, inp.harness, warnings)
     known = tag_store.KnownTags.for_messages(conn, pk, [msg.id for msg in messages], any_stored=counter > 0)
 
     reduce_ok = compaction and reduce_available(bool(hot["ctx_reduce_enabled"]), inp.tools)
