@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import Any
 
 from magic_context import paths
 from magic_context.errors import NotFound
 from magic_context.store import compartments as compartment_store
-from magic_context.store import passes, responses, sessions
+from magic_context.store import leases, passes, responses, sessions
 from magic_context.store import pending as pending_ops
 from magic_context.store import raw as raw_store
 from magic_context.store import state as state_store
@@ -75,12 +76,25 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
         "raw_messages": raw_count,
         "compartments": compartments,
         "memories": memories,
-        "historian": {"state": state.get("historian", "idle"),
+        "historian": {"state": historian_state(conn, session_pk, state.get("historian", "idle")),
                       "last_failure": state.get("historian_failure")},
         "passes": reports[-RECENT_PASSES:],
         "cache": cache_split(reports),
         "paths": paths.all_paths(),
     }
+
+
+def historian_state(conn: sqlite3.Connection, session_pk: int, stored: Any) -> Any:
+    """The stored historian state, unless it says "running" while no live process holds the lease: a run
+    killed mid-way (kill -9, a crash) never wrote "idle", so it shows as stopped, not running."""
+    if not isinstance(stored, dict) or stored.get("state") != "running":
+        return stored
+    name = leases.historian_lease(session_pk)
+    if leases.is_live(conn, name, int(time.time() * 1000)):
+        found = leases.holder(conn, name)
+        return {**stored, "holder": found[0] if found else None}
+    return {**stored, "state": "stopped",
+            "note": "the run ended without finishing (its process is gone); the next pass may start another"}
 
 
 def status(conn: sqlite3.Connection, *, session_id: str | None = None, harness: str | None = None,
@@ -92,4 +106,4 @@ def status(conn: sqlite3.Connection, *, session_id: str | None = None, harness: 
     return session_status(conn, pk)
 
 
-__all__ = ["cache_split", "latest_session", "session_status", "status"]
+__all__ = ["cache_split", "historian_state", "latest_session", "session_status", "status"]
