@@ -79,6 +79,10 @@ def _render(data: dict) -> None:
         if historian.get("last_failure"):
             line += f" (last failure: {historian['last_failure']})"
         out.print(line)
+        fallbacks = data.get("fallbacks")
+        if fallbacks:
+            out.print(f"[yellow]fallback[/yellow] {fallbacks['count']} pass(es) served the {fallbacks['served']} "
+                      f"instead of a real pass; last: {fallbacks['last_reason']}")
         cache = data["cache"]
         out.print(f"cache    ~{cache['read_share']:.0%} of input tokens read from cache over the recorded passes")
         if data["passes"]:

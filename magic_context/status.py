@@ -53,7 +53,7 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
     raw_count = raw_store.count(conn, session_pk)
     reports = passes.recent_reports(conn, session_pk)
     last = reports[-1] if reports else {}
-    state = state_store.load_state(conn, session_pk, ("historian", "historian_failure"))
+    state = state_store.load_state(conn, session_pk, ("historian", "historian_failure", "fallbacks"))
     used = int(last.get("tokens_after", 0))
     window = int(last.get("context_limit") or limit or 0)
     if compartments:
@@ -78,6 +78,7 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
         "memories": memories,
         "historian": {"state": historian_state(conn, session_pk, state.get("historian", "idle")),
                       "last_failure": state.get("historian_failure")},
+        "fallbacks": state.get("fallbacks"),  # passes that served last-known-good or the input unchanged
         "passes": reports[-RECENT_PASSES:],
         "cache": cache_split(reports),
         "paths": paths.all_paths(),
