@@ -92,6 +92,10 @@ def _render(data: dict) -> None:
             if failure:
                 line += f" — embeddings failing, FTS only: {failure.get('message')}"
             out.print(line, soft_wrap=True)
+        fallbacks = data.get("fallbacks")
+        if fallbacks:
+            out.print(f"[yellow]fallback[/yellow] {fallbacks['count']} pass(es) served the {fallbacks['served']} "
+                      f"instead of a real pass; last: {fallbacks['last_reason']}")
         cache = data["cache"]
         out.print(f"cache    ~{cache['read_share']:.0%} of input tokens read from cache over the recorded passes")
         if data["passes"]:

@@ -10,9 +10,9 @@ from magic_context import paths
 from magic_context.errors import NotFound
 from magic_context.results import Result
 from magic_context.store import compartments as compartment_store
+from magic_context.store import leases, passes, responses, sessions
 from magic_context.store import memories as memory_store
 from magic_context.store import notes as note_store
-from magic_context.store import passes, responses, sessions
 from magic_context.store import pending as pending_ops
 from magic_context.store import raw as raw_store
 from magic_context.store import state as state_store
@@ -57,7 +57,7 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
     raw_count = raw_store.count(conn, session_pk)
     reports = passes.recent_reports(conn, session_pk)
     last = reports[-1] if reports else {}
-    state = state_store.load_state(conn, session_pk, ("historian", "historian_failure"))
+    state = state_store.load_state(conn, session_pk, ("historian", "historian_failure", "fallbacks"))
     used = int(last.get("tokens_after", 0))
     window = int(last.get("context_limit") or limit or 0)
     if compartments:
@@ -82,8 +82,9 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
         "memories": memories,
         "memory": memory_counts,
         "notes": notes,
-        "historian": {"state": state.get("historian", "idle"),
+        "historian": {"state": historian_state(conn, session_pk, state.get("historian", "idle")),
                       "last_failure": state.get("historian_failure")},
+        "fallbacks": state.get("fallbacks"),  # passes that served last-known-good or the input unchanged
         "search": _search(conn, session_pk),
         "passes": reports[-RECENT_PASSES:],
         "cache": cache_split(reports),
@@ -96,6 +97,19 @@ def _search(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
     from magic_context.search.indexer import describe
 
     return describe(conn, session_pk)
+
+
+def historian_state(conn: sqlite3.Connection, session_pk: int, stored: Any) -> Any:
+    """The stored historian state, unless it says "running" while no live process holds the lease: a run
+    killed mid-way (kill -9, a crash) never wrote "idle", so it shows as stopped, not running."""
+    if not isinstance(stored, dict) or stored.get("state") != "running":
+        return stored
+    name = leases.historian_lease(session_pk)
+    if leases.is_live(conn, name, int(time.time() * 1000)):
+        found = leases.holder(conn, name)
+        return {**stored, "holder": found[0] if found else None}
+    return {**stored, "state": "stopped",
+            "note": "the run ended without finishing (its process is gone); the next pass may start another"}
 
 
 def status(conn: sqlite3.Connection, *, session_id: str | None = None, harness: str | None = None,
@@ -113,4 +127,4 @@ def report(conn: sqlite3.Connection, *, session_id: str | None = None, harness: 
     return Result("status", status(conn, session_id=session_id, harness=harness, project_id=project_id))
 
 
-__all__ = ["cache_split", "latest_session", "report", "session_status", "status"]
+__all__ = ["cache_split", "historian_state", "latest_session", "report", "session_status", "status"]

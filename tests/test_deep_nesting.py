@@ -86,3 +86,32 @@ def test_jsonio_writes_what_orjson_will_not_and_keeps_shallow_bytes_identical():
         orjson.dumps(deep)
     assert jsonio.loads(jsonio.dumps(deep)) == deep
     assert jsonio.dumps(deep, sort_keys=True) == jsonio.dumps(deep, sort_keys=True)  # ids stay stable
+
+
+def test_a_pass_that_falls_back_is_warned_every_time_and_shown_in_status(tmp_path, monkeypatch, capsys):
+    """Whatever makes a pass fall back (here: a sub-step that crashes), each such pass warns on stderr and
+    is counted in the session's state, which `mc status` shows: never a silent fallback."""
+    import io
+
+    from magic_context.transform import hook, pipeline
+
+    data = _request(3, session="falls-back")
+    assert hook.main([], stdin=io.BytesIO(data), stdout=io.BytesIO()) == 0  # a good pass stores the session
+    capsys.readouterr()
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("sub-step crashed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(pipeline, "_persist", crash)
+        for _ in range(3):
+            out = io.BytesIO()
+            assert hook.main([], stdin=io.BytesIO(data), stdout=out) == 0
+            json.loads(out.getvalue())
+            assert "mc: warning: internal error (RuntimeError: sub-step crashed)" in capsys.readouterr().err
+    status = run_mc("status", "--session", "falls-back", "--json")
+    fallbacks = json.loads(status.stdout)["data"]["fallbacks"]
+    assert fallbacks["count"] == 3 and "sub-step crashed" in fallbacks["last_reason"]
+    assert fallbacks["served"] == "last known good"
+    text = run_mc("status", "--session", "falls-back").stdout.decode()
+    assert "fallback" in text and "3 pass(es)" in text

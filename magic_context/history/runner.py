@@ -149,9 +149,10 @@ def launch_background(conn: sqlite3.Connection, session_pk: int, *, session_id: 
     env[LEASE_ENV] = token
     env.pop(HISTORIAN_ENV, None)
     try:
-        subprocess.Popen(list(argv or background_argv(session_id, harness)), stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, close_fds=True,
-                         start_new_session=os.name == "posix")
+        child = subprocess.Popen(list(argv or background_argv(session_id, harness)), stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, close_fds=True,
+                                 start_new_session=os.name == "posix")
+        leases.hand_over(conn, lease_name(session_pk), token, child.pid)  # the child, not this pass, holds it
     except OSError as exc:
         release_lease(conn, session_pk, token)
         _state(conn, session_pk, FAILURE_KEY, {"class": "launch", "provider": None, "at": now_ms,

@@ -109,9 +109,11 @@ def classify(exc: sqlite3.Error, path: StrPath | None = None) -> StorageUnavaila
     where = f" ({path})" if path else ""
     if is_busy(exc):
         return StorageBusy(f"database is busy{where}: {text}", fix="another mc process holds the write lock; retry")
-    if "disk is full" in text or "disk I/O error" in text:  # a full disk or a file-size limit shows as either
+    if "disk is full" in text:
+        return StorageUnavailable(f"cannot write the database{where}: {text}", fix="free disk space, then retry")
+    if "disk I/O error" in text:  # what a write past a file-size limit (or a failing disk) shows as
         return StorageUnavailable(f"cannot write the database{where}: {text}",
-                                  fix="free disk space (or lift the file-size limit), then retry")
+                                  fix="free disk space (or lift the file-size limit), then run `mc doctor`")
     if "readonly" in text or "read-only" in text:
         return StorageUnavailable(f"the database is read-only{where}: {text}",
                                   fix=f"make context.db and its directory writable, or set {paths.STORAGE_ENV} "

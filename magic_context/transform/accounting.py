@@ -11,12 +11,13 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from magic_context.transform import drops
-from magic_context.transform.drops import PLACEHOLDER_TOKENS, PREVIEW_TOKENS
+from magic_context.transform.drops import LIVE_PREVIEW_TOKENS, PLACEHOLDER_TOKENS, PREVIEW_TOKENS
 from magic_context.transform.tagger import Site
 from magic_context.transform.tags import (
     KIND_MEDIA,
     KIND_TEXT,
     MODE_EDIT_MARKER,
+    MODE_PREVIEW,
     MODE_REMOVED,
     MODE_SKELETON,
     MODE_TRUNCATED,
@@ -35,7 +36,10 @@ def savings_by_message(sites: list[Site]) -> dict[int, int]:
         if not tag.dropped:
             continue
         mode = drops.mode_of(site)
-        if tag.kind == KIND_TEXT:
+        if mode == MODE_PREVIEW:
+            where = site.results[0][0] if tag.kind != KIND_TEXT and site.results else site.message_index
+            out[where] += max(0, tag.tokens - LIVE_PREVIEW_TOKENS)
+        elif tag.kind == KIND_TEXT:
             kept = PREVIEW_TOKENS if mode == MODE_TRUNCATED else PLACEHOLDER_TOKENS
             out[site.message_index] += max(0, tag.tokens - kept)
         elif tag.kind == KIND_MEDIA:

@@ -13,6 +13,7 @@ from magic_context.transform.tags import (
     KIND_TEXT,
     KIND_TOOL,
     MODE_EDIT_MARKER,
+    MODE_PREVIEW,
     MODE_REMOVED,
     MODE_SKELETON,
     MODE_TRUNCATED,
@@ -43,6 +44,33 @@ def truncated(number: int, text: str) -> str:
         cut = max(cut, head.rfind("\n", PREVIEW_CHARS - PREVIEW_CUT_WINDOW))
         preview = (head[:cut] if cut > 0 else head).rstrip() + "…"
     return f"[truncated §{number}§]\n{preview}"
+
+
+# Oversized live content (issue #14 item 2): a tool output or pasted text larger than its share of the window
+# is served as its first and last lines under a header carrying its tag; the full text stays in the tag's
+# stored source (what expand reads back).
+LIVE_PREVIEW_HEAD_CHARS: Final = 6000
+LIVE_PREVIEW_TAIL_CHARS: Final = 2000
+LIVE_PREVIEW_TOKENS: Final = (LIVE_PREVIEW_HEAD_CHARS + LIVE_PREVIEW_TAIL_CHARS) // 2 + 60  # an upper bound
+
+
+def _cut(text: str, at: int, *, forward: bool) -> int:
+    """A cut near `at` on a line boundary when one is close (within 400 chars)."""
+    line = text.rfind("\n", max(0, at - 400), at) if forward else text.find("\n", at, at + 400)
+    return line + 1 if line >= 0 else at
+
+
+def live_preview(number: int, text: str, tokens: int) -> str:
+    """`[preview §N§ …]` + the first ~6000 and last ~2000 characters of an oversized `text`."""
+    head_end = _cut(text, LIVE_PREVIEW_HEAD_CHARS, forward=True)
+    tail_start = max(head_end, _cut(text, len(text) - LIVE_PREVIEW_TAIL_CHARS, forward=False))
+    head, tail = text[:head_end], text[tail_start:]
+    omitted = text[head_end:tail_start]
+    lines = text.count("\n") + 1
+    return (f"[preview §{number}§: {lines:,} lines, ~{tokens:,} tokens, too large for the context window; "
+            f"shown: the first {head.count(chr(10)):,} and last {tail.count(chr(10)):,} lines. "
+            f"The full text: `mc expand {number}` (ctx_expand §{number}§)]\n"
+            f"{head}\n[… {omitted.count(chr(10)):,} lines / {len(omitted):,} characters omitted …]\n{tail}")
 
 
 def default_mode(site: Site) -> str:
@@ -90,7 +118,8 @@ def removed_blocks(sites: list[Site]) -> tuple[set[int], set[int]]:
         if not tag.dropped or tag.kind != KIND_TOOL:
             continue
         mode = mode_of(site)
-        keep_call = mode in (MODE_SKELETON, MODE_EDIT_MARKER) and site.call is not None and site.results
+        keep_call = mode in (MODE_SKELETON, MODE_EDIT_MARKER, MODE_PREVIEW) and site.call is not None \
+            and site.results
         for mi, block in site.results[1:] if keep_call else site.results:
             removed.add(id(block))
             touched.add(mi)
@@ -120,7 +149,12 @@ def apply(messages: list[m.Message], sites: list[Site], stripped_reasoning: set[
         if not tag.dropped:
             continue
         mode = mode_of(site)
-        if tag.kind == KIND_TEXT and site.block is not None:
+        if mode == MODE_PREVIEW:
+            if tag.kind == KIND_TOOL and site.results:
+                site.results[0][1].text = live_preview(tag.number, site.text, tag.tokens)
+            elif site.block is not None:
+                site.block.text = live_preview(tag.number, site.block.text, tag.tokens)
+        elif tag.kind == KIND_TEXT and site.block is not None:
             text = site.block.text
             site.block.text = truncated(tag.number, text) if mode == MODE_TRUNCATED else placeholder(tag.number)
         elif tag.kind == KIND_MEDIA and site.block is not None:
@@ -143,7 +177,8 @@ def apply(messages: list[m.Message], sites: list[Site], stripped_reasoning: set[
 
 
 __all__ = [
-    "PREVIEW_CHARS", "apply", "default_mode", "edit_marker_input", "fully_dropped", "gone_messages", "mode_of",
+    "LIVE_PREVIEW_TOKENS", "PREVIEW_CHARS", "apply", "default_mode", "edit_marker_input", "fully_dropped",
+    "gone_messages", "live_preview", "mode_of",
     "removed_blocks",
     "truncated",
 ]

@@ -117,12 +117,42 @@ def serve_pass(data: bytes, options: dict[str, str | bool], *, debug: bool = Fal
     try:
         result = pipeline.run(fresh, readonly=True)
         _warn(f"{reason}; served the last known good context")
+        _record_fallback(fresh, reason, "last known good")
         report = dict(result.report, lkg=True)
         report["warnings"] = [*report.get("warnings", []), reason]
         return Served(protocol.dumps(result.document), report, fresh)
     except Exception:
         _warn(f"{reason}; served the input unchanged")
+        _record_fallback(fresh, reason, "input unchanged")
         return Served(data, {"pass": "defer", "bust": False, "reason": "input served unchanged", "warnings": [reason]})
+
+
+FALLBACKS_KEY = "fallbacks"
+
+
+def _record_fallback(inp: Any, reason: str, served: str) -> None:
+    """Count a pass that fell back in its session's state, for `mc status` (issue #14: a session must never
+    fall back silently). Best effort: the trouble that caused the fallback may refuse this write too (the
+    warning on stderr and in the log is then the record), and it never creates a database or a session."""
+    try:
+        from magic_context.store import db, sessions, state
+
+        conn = db.connect(busy_timeout_ms=500, create=False)
+        try:
+            if db.user_version(conn) != db.SCHEMA_VERSION:
+                return
+            found = sessions.lookup_session(conn, inp.harness, inp.session_id)
+            if found is None:
+                return
+            with db.atomic(conn):
+                seen = state.load_state(conn, found[0], (FALLBACKS_KEY,)).get(FALLBACKS_KEY) or {}
+                state.set_state(conn, found[0], FALLBACKS_KEY, {
+                    "count": int(seen.get("count", 0)) + 1, "first_at": seen.get("first_at", inp.now_ms),
+                    "last_at": inp.now_ms, "last_reason": reason, "served": served}, inp.now_ms)
+        finally:
+            conn.close()
+    except Exception:  # recording must never turn a served fallback into a failure
+        pass
 
 
 def _fail_closed(inp: Any) -> bool:

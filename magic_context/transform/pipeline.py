@@ -11,7 +11,7 @@ import time
 from magic_context import paths, tokens
 from magic_context import project as project_identity
 from magic_context.config.hot import HotConfig, duration_ms, load_hot
-from magic_context.errors import ContextEmergency, StorageBusy
+from magic_context.errors import BadInput, ContextEmergency, StorageBusy
 from magic_context.history import trigger as history_trigger
 from magic_context.records import Factory, record
 from magic_context.store import compartments as compartment_store
@@ -33,7 +33,8 @@ from magic_context.transform import (
 from magic_context.transform import tags as tag_store
 from magic_context.transform.protocol import CODECS, PassInput, build_output, reduce_available
 from magic_context.transform.state import SessionState
-from magic_context.wire import anthropic, identity, openai, responses
+from magic_context.transform.tags import MODE_PREVIEW
+from magic_context.wire import anthropic, arcs, identity, openai, repair, responses
 from magic_context.wire import model as m
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
@@ -184,6 +185,49 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
         conn.close()
 
 
+# A new tool output or user text above this share of the window (and LIVE_CAP_MIN tokens) is served as a
+# bounded preview from its first pass on (issue #14 item 2): it is new, so no cached prefix holds it, and
+# the decision is stored like a drop, so every later pass serves the same bytes.
+LIVE_CAP_SHARE = 0.10
+LIVE_CAP_MIN = 8000
+
+
+def _preview_oversized(sites: list[tagger.Site], limit: int) -> list[tagger.Site]:
+    """Mark new oversized tool outputs and user texts as previews; returns them (their tags are now dropped)."""
+    cap = max(LIVE_CAP_MIN, int(LIVE_CAP_SHARE * limit))
+    out = []
+    for site in sites:
+        tag = site.tag
+        if not tag.new or tag.dropped or tag.tokens <= cap:
+            continue
+        tool_output = tag.kind == tag_store.KIND_TOOL and bool(site.results)
+        if tool_output or (tag.kind == tag_store.KIND_TEXT and site.role == m.USER):
+            tag.status, tag.drop_mode = tag_store.DROPPED, MODE_PREVIEW
+            out.append(site)
+    return out
+
+
+SYNTHETIC_RESULT_TOKENS = 16  # a "[Tool execution was interrupted]" result mc adds, with its framing
+
+
+def _repair_pairing(messages: list[m.Message], msg_tokens: list[int], harness: str,
+                    warnings: list[str]) -> tuple[list[m.Message], list[int]]:
+    """Repair the tool pairing the harness broke (`wire.repair`: orphan results go, unanswered calls are
+    answered as the harnesses do) before anything is tagged; BadInput when it cannot be made valid, so an
+    invalid request is never served with exit 0. Deterministic: every pass repairs the same way."""
+    tokens_of = {id(msg): t for msg, t in zip(messages, msg_tokens, strict=True)}
+    done = repair.repair(messages, harness)
+    if not done:
+        return messages, msg_tokens
+    problems = arcs.validate_pairing(messages, harness)
+    if problems:
+        raise BadInput(f"the input's tool pairing cannot be repaired: {problems[0]}",
+                       fix="every tool call must be answered by its result right after it")
+    warnings.append(f"repaired the input's tool pairing: {'; '.join(done[:3])}"
+                    + (f" (+{len(done) - 3} more)" if len(done) > 3 else ""))
+    return messages, [tokens_of.get(id(msg), SYNTHETIC_RESULT_TOKENS) for msg in messages]
+
+
 def _unchanged(inp: PassInput, reason: str) -> PassResult:
     return PassResult(inp.document, {"pass": "defer", "bust": False, "reason": reason, "tokens_before": 0,
                                      "tokens_after": 0, "tags": 0, "dropped": 0, "pending_drops": 0,
@@ -232,11 +276,14 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     all_messages, sync = _decode_and_sync(conn, inp, codec, pk, skim=skim, fold_through=fold_through,
                                           readonly=readonly)
     messages, msg_tokens = _fold(all_messages, sync.tokens, fold_through)
+    messages, msg_tokens = _repair_pairing(messages, msg_tokens, inp.harness, warnings)
     known = tag_store.KnownTags.for_messages(conn, pk, [msg.id for msg in messages], any_stored=counter > 0)
 
     reduce_ok = compaction and reduce_available(bool(hot["ctx_reduce_enabled"]), inp.tools)
+    previews: list[tagger.Site] = []
     if compaction and not readonly:
         sites, new_tags, counter = tagger.assign(messages, known, counter, _estimate)
+        previews = _preview_oversized(sites, scheduler.resolve_limit(inp.context_limit, inp.model_key).tokens)
     elif compaction:
         sites, new_tags, _ = tagger.assign(messages, known.copy(), counter, _estimate)
         sites = [s for s in sites if not s.tag.new]  # LKG: new parts stay raw
@@ -278,7 +325,13 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
         return body + prefixes + head_tokens + system_tokens + nudge_tokens
 
     estimated = served(sites)
-    reported = _provider_usage(conn, pk, inp, messages, msg_tokens, divergences=sync.divergences)
+    shown = [x for x in sites if x.tag.dropped and x.tag.drop_mode == MODE_PREVIEW]  # new and stored ones
+    if shown:  # the provider's usage plus what came after it: count the previews, not the raw outputs
+        cut = accounting.savings_by_message(shown)
+        after = [t - cut.get(i, 0) for i, t in enumerate(msg_tokens)]
+        reported = _provider_usage(conn, pk, inp, messages, after, divergences=sync.divergences)
+    else:
+        reported = _provider_usage(conn, pk, inp, messages, msg_tokens, divergences=sync.divergences)
     usage_tokens = reported if reported is not None else estimated
     decision = scheduler.decide(usage_tokens, limit.tokens, threshold, now_ms=inp.now_ms,
                                 last_activity_ms=_last_activity(state, messages), ttl_ms=ttl)
@@ -309,6 +362,10 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     mutate = bust and compaction and (not historian_running or force or hard)
 
     new_drops: list[heuristics.Drop] = []
+    if previews:
+        from magic_context.transform import heuristics
+
+        new_drops = [heuristics.Drop(site, MODE_PREVIEW, "oversized") for site in previews]
     done_pending: list[int] = []
     stripped = set(state.get("stripped_reasoning") or [])
     if mutate and primary:
@@ -331,7 +388,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
                  *heuristics.age_drops(sites, newest, int(hot["auto_drop_tool_age"]), protected_from)]
         if hot["smart_drops"]:
             lanes += heuristics.smart_drops(sites, protected_from)
-        new_drops = heuristics.dedupe(lanes)
+        new_drops = [*new_drops, *heuristics.dedupe(lanes)]  # previews (set above) first
         for drop in new_drops:
             drop.site.tag.status, drop.site.tag.drop_mode = tag_store.DROPPED, drop.mode
         stripped |= heuristics.old_reasoning(messages, sites, inp.harness, newest=newest,

@@ -29,6 +29,7 @@ MODE_TRUNCATED: Final = "truncated"  # user text → "[truncated §N§]\n<previe
 MODE_REMOVED: Final = "removed"  # tool arc: call and result(s) removed together (OpenCode: the whole part)
 MODE_SKELETON: Final = "skeleton"  # tool arc: call kept, output → "[dropped §N§]"
 MODE_EDIT_MARKER: Final = "edit_marker"  # superseded edit: call keeps its path, output → "[dropped §N§]"
+MODE_PREVIEW: Final = "preview"  # oversized live content: a bounded head/tail preview carrying §N§ (tool: call kept)
 
 
 def placeholder(number: int) -> str:
@@ -126,6 +127,7 @@ __all__ = [
     "KIND_TOOL",
     "MODE_EDIT_MARKER",
     "MODE_PLACEHOLDER",
+    "MODE_PREVIEW",
     "MODE_REMOVED",
     "MODE_SKELETON",
     "MODE_TRUNCATED",

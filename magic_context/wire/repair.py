@@ -9,7 +9,8 @@ call with `"[Tool execution was interrupted]"` — so mc does the same on the ca
   removed; a message left with nothing else is removed too;
 * an unanswered call gets a synthetic error result with `INTERRUPTED`: Anthropic at the front of the
   next user message (a new one when none follows), OpenAI Chat / Responses as a tool message right
-  after the call's run of answers.
+  after the call's run of answers;
+* Anthropic tool_result blocks that follow text in their message are moved before it.
 
 Pi fills missing results itself (only orphans are removed); OpenCode keeps call and result in one part
 (nothing to repair). `repair` returns one line per repair, for the pass report's warnings.
@@ -30,6 +31,20 @@ def repair(messages: list[m.Message], harness: str) -> list[str]:
     done = _drop_orphans(messages, harness)
     if harness != m.PI:
         done += _answer_open_calls(messages, harness)
+    if harness == m.ANTHROPIC:
+        done += _results_first(messages)
+    return done
+
+
+def _results_first(messages: list[m.Message]) -> list[str]:
+    """Anthropic wants a user message's tool_result blocks before its text: move them up, in order."""
+    done = []
+    for i, msg in enumerate(messages):
+        kinds = [b.kind == m.TOOL_RESULT for b in msg.blocks]
+        if any(kinds) and kinds != sorted(kinds, reverse=True):
+            msg.blocks = [b for b in msg.blocks if b.kind == m.TOOL_RESULT] + \
+                         [b for b in msg.blocks if b.kind != m.TOOL_RESULT]
+            done.append(f"moved the tool results of message {i} before its text")
     return done
 
 

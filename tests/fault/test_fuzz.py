@@ -63,6 +63,8 @@ def test_mutated_real_requests_keep_the_exit_code_contract(request, tmp_path, mo
                 problem = f"exit 2 wrote {sorted(p.name for p in data_dir.rglob('*'))}"
             elif version is not None and watcher.execute("PRAGMA data_version").fetchone()[0] != version:
                 problem = "exit 2 committed a change to the database"
+        if problem is None and code == 0 and "mc: warning:" not in stderr:
+            problem = _served_invalid(stdout)
         if problem:
             failures.append(f"case {i} ({what[:300]}): {problem}")
         if fresh:
@@ -76,6 +78,20 @@ def test_mutated_real_requests_keep_the_exit_code_contract(request, tmp_path, mo
                             "seconds": round(time.monotonic() - started, 1)})
     assert not failures, f"{len(failures)} of {cases} cases broke the contract:\n" + "\n".join(failures[:20])
     assert codes[0] > cases // 5 and codes[2] > cases // 5, codes  # both paths were really exercised
+
+
+def _served_invalid(stdout: bytes) -> str | None:
+    """What the provider would reject in a served request: its tool pairing (None when valid)."""
+    from magic_context.errors import MCError
+    from magic_context.transform import protocol
+    from magic_context.wire import arcs
+
+    try:
+        inp = protocol.read_input(protocol.parse_document(stdout), {})
+        problems = arcs.validate_pairing(protocol.CODECS[inp.harness].decode(inp.messages_json), inp.harness)
+    except MCError as exc:
+        return f"exit 0 with output mc itself cannot read: {exc.one_line()[:200]}"
+    return f"exit 0 with invalid tool pairing: {problems[0]}" if problems else None
 
 
 def test_a_sample_through_the_real_cli(tmp_path):
