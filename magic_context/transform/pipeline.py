@@ -294,8 +294,9 @@ def _measure(p: Pass, view: View) -> Measure:
     token_threshold = None
     if isinstance(tokens_map, dict):
         token_threshold = tokens_map.get(model_key or "", tokens_map.get("default"))
-    threshold = scheduler.threshold_percent(float(hot.for_model("execute_threshold_percentage", model_key)),
-                                            token_threshold, limit.tokens)
+    percent = hot.for_model("execute_threshold_percentage", model_key) \
+        if "execute_threshold_percentage" in hot.explicit else scheduler.default_threshold(inp.harness)
+    threshold = scheduler.threshold_percent(float(percent), token_threshold, limit.tokens)
     ttl = duration_ms(str(hot.for_model("cache_ttl", model_key)))
 
     head_tokens = int(state.get("m0_tokens", 0)) + int(state.get("m1_tokens", 0))
@@ -428,7 +429,7 @@ def _head(p: Pass, view: View, meas: Measure, sched: Schedule, kept: list[m.Mess
 
         ctx = head.HeadContext(
             session_pk=view.pk, project_id=view.project_id, project_dir=p.inp.project_dir,
-            history_budget=int(hot["history_budget_percentage"] * meas.limit.tokens * meas.threshold / 100),
+            history_budget=int(hot["history_budget_percentage"] * meas.limit.tokens),  # of the window
             memory_budget=int(hot["memory.injection_budget_tokens"]), temporal=bool(hot["temporal_awareness"]),
             include_history=p.compaction and p.primary, include_memory=bool(hot["memory.enabled"]),
             include_docs=bool(hot["dreamer.inject_docs"]),
