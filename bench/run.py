@@ -221,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results.md")
     parser.add_argument("--sessions", type=Path, default=SESSIONS)
     parser.add_argument("--no-latency", action="store_true", help="skip the subprocess latency replay")
+    parser.add_argument("--pricings", default=",".join(PRICINGS),
+                        help="pricings for the mc/native ratio table (each beyond Sonnet is a further replay)")
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
@@ -236,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
             data = result.to_dict()
             results.append((name, result, data))
             row = [_label(name)]
-            for pricing in PRICINGS:
+            for pricing in args.pricings.split(","):
                 d = data if pricing == "anthropic-sonnet" else replay(
                     path, context_limit=window, pricing=pricing, strategies=["mc", "native", "masking"],
                     user_config=False).to_dict()
@@ -288,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
         lines += _table(result, data)
         lines += ["", *_mc_lines(data), ""]
     lines += ["## mc cost vs native / vs masking under each pricing", "",
-              "| session | " + " | ".join(PRICINGS) + " |", "|---|" + "---:|" * len(PRICINGS)]
+              "| session | " + " | ".join(args.pricings.split(",")) + " |",
+              "|---|" + "---:|" * len(args.pricings.split(","))]
     lines += ["| " + " | ".join(row) + " |" for row in ratio_rows]
     lines += ["", "## Where mc falls short, and why", "", *_reading(results, latency), "",
               "Reproduce: `python bench/run.py` (or one session: "

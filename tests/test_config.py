@@ -37,10 +37,10 @@ def test_defaults_without_files(project: Path) -> None:
     loaded = load_config(project)
     assert loaded.warnings == []
     cfg = loaded.config
-    assert cfg.execute_threshold_percentage == 65
+    assert cfg.execute_threshold_percentage == 40
     assert cfg.cache_ttl == "5m"
     assert cfg.protected_tags == 20
-    assert cfg.history_budget_percentage == 0.15
+    assert cfg.history_budget_percentage == 0.10
     assert cfg.historian.provider == "extractive"
     assert cfg.compaction.enabled is True
     assert cfg.memory.injection_budget_tokens == 4000
@@ -187,3 +187,16 @@ def test_hot_reader_agrees_with_pydantic_loader(user_cfg: Path, project: Path, u
         if key.endswith(".default"):
             continue  # a per-model map entry: compared through its key below
         assert hot[key] == get_path(cfg, key), (key, user, proj)
+
+
+
+def test_hot_config_records_which_keys_a_tier_set(project: Path, isolated_dirs: dict[str, Path]) -> None:
+    """The pass picks the execute threshold by workload only when no tier set one (scheduler.default_threshold)."""
+    from magic_context.transform import scheduler
+
+    assert "execute_threshold_percentage" not in load_hot(project).explicit
+    assert scheduler.default_threshold("openai") == 65 and scheduler.default_threshold("pi") == 40
+    write(isolated_dirs["config"] / "config.toml", "execute_threshold_percentage = 55\n")
+    hot = load_hot(project)
+    assert "execute_threshold_percentage" in hot.explicit and hot["execute_threshold_percentage"] == 55
+    assert "protected_tags" not in hot.explicit

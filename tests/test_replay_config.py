@@ -22,29 +22,29 @@ def _mc(data: dict) -> dict:
 def test_user_config_is_honoured_and_no_user_config_ignores_it(isolated_dirs: dict[str, Path]) -> None:
     isolated_dirs["config"].mkdir(parents=True)
     user = isolated_dirs["config"] / "config.toml"
-    user.write_text("execute_threshold_percentage = 40\n", encoding="utf-8")
+    user.write_text("execute_threshold_percentage = 55\n", encoding="utf-8")
 
     mine = replay(SUBAGENT, context_limit=20_000, strategies=["mc"]).to_dict()
     assert mine["config"] == {"source": "user", "file": str(user)}
-    assert _mc(mine)["threshold_percent"] == 40
+    assert _mc(mine)["threshold_percent"] == 55
 
     clean = replay(SUBAGENT, context_limit=20_000, strategies=["mc"], user_config=False).to_dict()
     assert clean["config"] == {"source": "defaults", "file": None}
-    assert _mc(clean)["threshold_percent"] == 65
-    assert user.read_text(encoding="utf-8") == "execute_threshold_percentage = 40\n"  # never written
+    assert _mc(clean)["threshold_percent"] == 40  # the default for an interactive harness (Claude Code)
+    assert user.read_text(encoding="utf-8") == "execute_threshold_percentage = 55\n"  # never written
 
 
 def test_config_flag_wins_over_the_user_config(isolated_dirs: dict[str, Path], tmp_path: Path) -> None:
     isolated_dirs["config"].mkdir(parents=True)
-    (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 40\n", encoding="utf-8")
+    (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 55\n", encoding="utf-8")
     candidate = tmp_path / "candidate.toml"
-    candidate.write_text("execute_threshold_percentage = 55\n", encoding="utf-8")
+    candidate.write_text("execute_threshold_percentage = 60\n", encoding="utf-8")
     proc = run_mc("replay", str(SUBAGENT), "--context-limit", "20000", "--strategies", "mc,native",
                   "--config", str(candidate), "--json")
     assert proc.returncode == 0, proc.stderr.decode()
     data = json.loads(proc.stdout)["data"]
     assert data["config"] == {"source": "flag", "file": str(candidate)}
-    assert _mc(data)["threshold_percent"] == 55
+    assert _mc(data)["threshold_percent"] == 60
 
 
 def test_config_flag_errors_name_the_file(tmp_path: Path) -> None:

@@ -433,3 +433,23 @@ def test_dropped_outputs_keep_the_calls_of_reasoning_replies(mc) -> None:
     removed = [i for i in range(1, 30, 2) if f"call_{i}" not in calls]
     assert removed and all(f"call_{i}" not in outputs for i in removed)
     assert arcs.validate_pairing(responses.decode(served), "openai-responses") == []
+
+
+@pytest.mark.parametrize(("doc", "expected"), [
+    (envelope(PI_ARRAY, harness="pi"), 40.0),
+    (envelope(OPENCODE_ARRAY, harness="opencode"), 40.0),
+    (ANTHROPIC_BODY, 40.0),
+    (OPENAI_BODY, 65.0),  # Chat Completions callers are mostly autonomous scaffolds: every bust is paid
+])
+def test_execute_threshold_default_depends_on_the_workload(mc, isolated_dirs, doc, expected) -> None:
+    result, _out = run(mc, doc, "--report")
+    assert result.returncode == 0, result.stderr.decode()
+    assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected
+
+
+def test_a_configured_execute_threshold_applies_to_every_harness(mc, isolated_dirs) -> None:
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 55\n", encoding="utf-8")
+    for doc in (OPENAI_BODY, envelope(PI_ARRAY, harness="pi")):
+        result, _out = run(mc, doc, "--report")
+        assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == 55

@@ -63,14 +63,14 @@ HOT_KEYS: Final[dict[str, tuple[Any, Validator]]] = {
     "enabled": (True, _is_bool),
     "ctx_reduce_enabled": (True, _is_bool),
     "cache_ttl": ("5m", _scalar_or_map(_duration)),
-    "execute_threshold_percentage": (65, _scalar_or_map(_num_in(20, 90))),
+    "execute_threshold_percentage": (40, _scalar_or_map(_num_in(20, 90))),
     "execute_threshold_tokens": (None, _optional(_map_of(_int_in(5000)))),
     "protected_tags": (20, _int_in(1, 100)),
     "nudge_interval_tokens": (10_000, _int_in(1000)),
     "auto_drop_tool_age": (100, _int_in(1)),
     "clear_reasoning_age": (50, _int_in(1)),
     "drop_tool_structure": (True, _is_bool),
-    "history_budget_percentage": (0.15, _num_in(0.05, 0.5)),
+    "history_budget_percentage": (0.10, _num_in(0.05, 0.5)),
     "temporal_awareness": (True, _is_bool),
     "smart_drops": (False, _is_bool),
     "compaction.enabled": (True, _is_bool),
@@ -95,6 +95,7 @@ class HotConfig:
 
     values: dict[str, Any]
     warnings: list[ConfigWarning] = Factory(factory=list)
+    explicit: frozenset[str] = frozenset()  # the dotted keys a tier set (valid), for defaults that depend on the call
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -161,7 +162,8 @@ def load_hot(project_dir: StrPath | None = None, *, user_file: StrPath | None = 
         project, wrong_way = enforce_direction(project, user_effective, str(project_path))
         warnings += stripped + invalid + wrong_way
         merged = deep_merge(user, project)
-    return HotConfig(_flatten_defaults(merged), warnings)
+    explicit = frozenset(dotted for dotted in HOT_KEYS if get_path(merged, dotted) is not None)
+    return HotConfig(_flatten_defaults(merged), warnings, explicit)
 
 
 __all__ = ["HOT_KEYS", "HotConfig", "duration_ms", "load_hot"]

@@ -152,14 +152,15 @@ class MCConfig(_Section):
     enabled: bool = True
     ctx_reduce_enabled: bool = True
     cache_ttl: str | dict[str, str] = "5m"
-    execute_threshold_percentage: Percent | dict[str, Percent] = 65
+    # 40, except for OpenAI Chat Completions callers when unset (transform.scheduler.default_threshold).
+    execute_threshold_percentage: Percent | dict[str, Percent] = 40
     execute_threshold_tokens: dict[str, Annotated[int, Field(ge=5000)]] | None = None
     protected_tags: int = Field(20, ge=1, le=100)
     nudge_interval_tokens: int = Field(10_000, ge=1000)
     auto_drop_tool_age: int = Field(100, ge=1)
     clear_reasoning_age: int = Field(50, ge=1)
     drop_tool_structure: bool = True
-    history_budget_percentage: float = Field(0.15, ge=0.05, le=0.5)
+    history_budget_percentage: float = Field(0.10, ge=0.05, le=0.5)  # of the window, for <session-history>
     temporal_awareness: bool = True
     smart_drops: bool = False
     commit_cluster_trigger: CommitClusterTrigger = Field(default_factory=CommitClusterTrigger)

@@ -102,7 +102,7 @@ def evaluate(*, usage_tokens: int, context_limit: int, threshold_percent: float,
 
     usage_tokens       the prompt size this pass (provider-reported, else estimated)
     context_limit      the model's window in tokens
-    threshold_percent  the execute threshold (default 65)
+    threshold_percent  the execute threshold (default 40; 65 for OpenAI Chat callers)
     tail_tokens        true raw tokens of the eligible head (`TailFigures.tokens`)
     tail_messages      messages in the eligible head
     commit_clusters    committed work phases in the eligible head

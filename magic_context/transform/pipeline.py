@@ -27,11 +27,13 @@ from magic_context.transform import (
     head,
     nudges,
     scheduler,
+    stages,
     tagger,
     temporal,
 )
 from magic_context.transform import tags as tag_store
 from magic_context.transform.protocol import CODECS, PassInput, build_output, reduce_available
+from magic_context.transform.stages import Decisions, Head, Measure, Pass, Schedule, Served, Sizes, View
 from magic_context.transform.state import SessionState
 from magic_context.transform.tags import MODE_PREVIEW
 from magic_context.wire import anthropic, arcs, identity, openai, repair, responses
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
     from magic_context.transform import heuristics
 
 MAX_REPORTS_PER_SESSION = 200
-TAG_PREFIX_TOKENS = 3
+TAG_PREFIX_TOKENS = stages.TAG_PREFIX_TOKENS
 SKIM_FOLDED = True  # decode folded history without its blocks (a test turns it off to compare outputs)
 
 
@@ -265,37 +267,79 @@ def _skim_hint(messages: list[m.Message], fold_through: int) -> int:
 
 def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, codec: Codec, primary: bool,
                compaction: bool, readonly: bool, warnings: list[str], started: float) -> PassResult:
-    pk, project_id = _session_row(conn, inp) if not readonly else _existing_session(conn, inp)
+    """One pass as named stages, each taking and returning records (see each record's docstring)."""
+    p = Pass(conn, inp, hot, codec, primary, compaction, readonly, warnings, started)
+    view = _view(p)
+    meas = _measure(p, view)
+    sched = _schedule(p, view, meas)
+    if sched.mutate and primary:
+        view = _refold(p, view)
+    decisions = _decide(p, view, meas, sched)
+    served = _apply(p, view, meas, decisions)
+    head_out = _head(p, view, meas, sched, served.kept)
+    messages_out = codec.encode(served.kept)
+    system_out, date = _guidance(p, view, meas, sched, messages_out)
+    report, head_now = _report(p, view, meas, sched, decisions=decisions, served=served, head_out=head_out)
+    if not readonly:
+        _persist(conn, inp, view.pk, view.state, new_tags=view.new_tags, new_drops=decisions.new_drops,
+                 done_pending=decisions.done_pending, pristine=served.pristine, counter=view.counter, report=report,
+                 m0_text=head_out.m0_text, m1_text=head_out.m1_text, m0_meta=head_out.m0_meta, head_now=head_now,
+                 with_head=sched.with_head, stripped=decisions.stripped, anchors=meas.anchors,
+                 nudge_state=served.nudge_state, date=date, system_hash=meas.system_hash,
+                 system_tokens=meas.sizes.system_tokens, model_key=meas.model_key, limit=meas.limit.tokens,
+                 extra={"reasoning_tokens": {k: v for k, v in served.reasoning_cache.items()
+                                             if k in decisions.stripped},
+                        "fold_through": view.fold_through,
+                        "skim_hint": _skim_hint(view.all_messages, view.fold_through),
+                        **({"head_created_at": head_out.created} if head_out.created is not None else {})})
+    last_ordinal = view.all_messages[-1].ordinal if view.all_messages and not (readonly or inp.dry_run) else None
+    return PassResult(build_output(inp, messages_out, system_out), report, warnings, last_ordinal)
+
+
+def _protection(sites: list[tagger.Site], protected_count: int) -> tuple[dict[int, tagger.Site], int, int]:
+    """(sites by tag number, first protected tag number, newest active tag number)."""
+    by_number = {s.tag.number: s for s in sites}
+    active_numbers = sorted(s.tag.number for s in sites if not s.tag.dropped)
+    protected_from = active_numbers[-protected_count] if len(active_numbers) >= protected_count else 0
+    return by_number, protected_from, active_numbers[-1] if active_numbers else 0
+
+
+def _view(p: Pass) -> View:
+    """Session row and state; decode and sync the input; fold what compartments cover; tag the rest."""
+    conn, inp = p.conn, p.inp
+    pk, project_id = _session_row(conn, inp) if not p.readonly else _existing_session(conn, inp)
     state = SessionState.load(conn, pk)
     counter = sessions.tag_counter(conn, pk)
 
     # History the historian folded into compartments leaves the served array; the watermark is frozen
     # between busts (it only advances on a pass that busts anyway) so defer passes replay the same bytes.
-    fold_through = int(state.get("fold_through", -1)) if compaction and primary else -1
+    fold_through = int(state.get("fold_through", -1)) if p.compaction and p.primary else -1
     skim = int(state.get("skim_hint", 0)) if fold_through >= 0 and SKIM_FOLDED else 0
-    all_messages, sync = _decode_and_sync(conn, inp, codec, pk, skim=skim, fold_through=fold_through,
-                                          readonly=readonly)
+    all_messages, sync = _decode_and_sync(conn, inp, p.codec, pk, skim=skim, fold_through=fold_through,
+                                          readonly=p.readonly)
     messages, msg_tokens = _fold(all_messages, sync.tokens, fold_through)
-    messages, msg_tokens = _repair_pairing(messages, msg_tokens, inp.harness, warnings)
+    messages, msg_tokens = _repair_pairing(messages, msg_tokens, inp.harness, p.warnings)
     known = tag_store.KnownTags.for_messages(conn, pk, [msg.id for msg in messages], any_stored=counter > 0)
 
-    reduce_ok = compaction and reduce_available(bool(hot["ctx_reduce_enabled"]), inp.tools)
     previews: list[tagger.Site] = []
-    if compaction and not readonly:
+    if p.compaction and not p.readonly:
         sites, new_tags, counter = tagger.assign(messages, known, counter, _estimate)
         previews = _preview_oversized(sites, scheduler.resolve_limit(inp.context_limit, inp.model_key).tokens)
-    elif compaction:
+    elif p.compaction:
         sites, new_tags, _ = tagger.assign(messages, known.copy(), counter, _estimate)
         sites = [s for s in sites if not s.tag.new]  # LKG: new parts stay raw
         new_tags = []
     else:
         sites, new_tags = [], []
-    by_number = {s.tag.number: s for s in sites}
-    active_numbers = sorted(s.tag.number for s in sites if not s.tag.dropped)
-    protected_count = int(hot["protected_tags"])
-    protected_from = active_numbers[-protected_count] if len(active_numbers) >= protected_count else 0
-    newest = active_numbers[-1] if active_numbers else 0
+    by_number, protected_from, newest = _protection(sites, int(p.hot["protected_tags"]))
+    return View(pk, project_id, state, counter, all_messages, sync, fold_through, messages, msg_tokens, known,
+                 sites, new_tags, by_number, protected_from, newest, previews)
 
+
+def _measure(p: Pass, view: View) -> Measure:
+    """System prompt identity and size, window and threshold, the request's size, the scheduler's verdict."""
+    inp, hot, state = p.inp, p.hot, view.state
+    reduce_ok = p.compaction and reduce_available(bool(hot["ctx_reduce_enabled"]), inp.tools)
     system_first, system_texts = _system_text(inp, inp.messages_json)
     system_hash = identity.digest(system_first.encode("utf-8", "replace"), 8)
     system_tokens = state.get("system_tokens") if state.get("system_hash") == system_hash else None
@@ -308,177 +352,197 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     token_threshold = None
     if isinstance(tokens_map, dict):
         token_threshold = tokens_map.get(model_key or "", tokens_map.get("default"))
-    threshold = scheduler.threshold_percent(float(hot.for_model("execute_threshold_percentage", model_key)),
-                                            token_threshold, limit.tokens)
+    percent = hot.for_model("execute_threshold_percentage", model_key) \
+        if "execute_threshold_percentage" in hot.explicit else scheduler.default_threshold(inp.harness)
+    threshold = scheduler.threshold_percent(float(percent), token_threshold, limit.tokens)
     ttl = duration_ms(str(hot.for_model("cache_ttl", model_key)))
 
     head_tokens = int(state.get("m0_tokens", 0)) + int(state.get("m1_tokens", 0))
-    raw_total = sum(msg_tokens)
     anchors = list(state.get("nudges") or [])
-    nudge_tokens = sum(_estimate(a.get("text", "")) for a in anchors)
-
-    def served(site_list: list[tagger.Site], kept_list: list[m.Message] | None = None,
-               stripped_ids: frozenset[str] | set[str] = frozenset(), reasoning: dict | None = None) -> int:
-        body = accounting.served_tokens(messages, msg_tokens, site_list, kept=kept_list, stripped=stripped_ids,
-                                        reasoning=reasoning)
-        prefixes = TAG_PREFIX_TOKENS * sum(1 for x in site_list if not x.tag.dropped) if reduce_ok else 0
-        return body + prefixes + head_tokens + system_tokens + nudge_tokens
-
-    estimated = served(sites)
-    shown = [x for x in sites if x.tag.dropped and x.tag.drop_mode == MODE_PREVIEW]  # new and stored ones
+    nudge_tokens = sum(_estimate(a.get("text", "")) for a in anchors)  # ctx_reduce and notes nudges
+    sizes = Sizes(reduce_ok, head_tokens, system_tokens, nudge_tokens)
+    estimated = sizes.served(view, view.sites)
+    msg_tokens = view.msg_tokens
+    shown = [x for x in view.sites if x.tag.dropped and x.tag.drop_mode == MODE_PREVIEW]  # new and stored ones
     if shown:  # the provider's usage plus what came after it: count the previews, not the raw outputs
         cut = accounting.savings_by_message(shown)
-        after = [t - cut.get(i, 0) for i, t in enumerate(msg_tokens)]
-        reported = _provider_usage(conn, pk, inp, messages, after, divergences=sync.divergences)
-    else:
-        reported = _provider_usage(conn, pk, inp, messages, msg_tokens, divergences=sync.divergences)
+        msg_tokens = [t - cut.get(i, 0) for i, t in enumerate(view.msg_tokens)]
+    reported = _provider_usage(p.conn, view.pk, inp, view.messages, msg_tokens, divergences=view.sync.divergences)
     usage_tokens = reported if reported is not None else estimated
     decision = scheduler.decide(usage_tokens, limit.tokens, threshold, now_ms=inp.now_ms,
-                                last_activity_ms=_last_activity(state, messages), ttl_ms=ttl)
-    force = decision.force and primary
+                                last_activity_ms=_last_activity(state, view.messages), ttl_ms=ttl)
+    return Measure(sizes, system_first, system_hash, model_key, limit, threshold, anchors, estimated, reported,
+                    usage_tokens, decision, decision.force and p.primary)
 
-    # Head: HARD fold triggers (the provider cache is already dead, or the baseline changed).
-    with_head = (compaction and primary) or not compaction
-    cached_m0 = state.get("m0")
+
+def _schedule(p: Pass, view: View, meas: Measure) -> Schedule:
+    """HARD fold triggers (the provider cache is already dead, or the baseline changed), the bust permission,
+    the historian (it may fire here), and whether the pass may mutate the prefix."""
+    state = view.state
+    with_head = (p.compaction and p.primary) or not p.compaction
     m0_meta = state.get("m0_meta") or {}
     hard_reasons = []
     if with_head:
-        if cached_m0 is None or state.get("m1") is None:
+        if state.get("m0") is None or state.get("m1") is None:
             hard_reasons.append("first render")
-        elif sync.divergences:
-            hard_reasons.append("history rewritten by the harness (" + sync.divergences[0][0] + ")")
-        elif m0_meta.get("model_key") != model_key:
+        elif view.sync.divergences:
+            hard_reasons.append("history rewritten by the harness (" + view.sync.divergences[0][0] + ")")
+        elif m0_meta.get("model_key") != meas.model_key:
             hard_reasons.append("model changed")
-        elif m0_meta.get("system_hash") != system_hash:
+        elif m0_meta.get("system_hash") != meas.system_hash:
             hard_reasons.append("system prompt changed")
-        elif decision.ttl_expired:
+        elif meas.decision.ttl_expired:
             hard_reasons.append("cache TTL expired")
-    hard = bool(hard_reasons) and not readonly
-    bust = (decision.execute or hard or force) and not readonly
-    historian = _historian(conn, inp, hot, pk, messages=messages, msg_tokens=msg_tokens, usage_tokens=usage_tokens,
-                           limit=limit.tokens,
-                           threshold=threshold, enabled=compaction and primary and not readonly and not inp.dry_run)
-    historian_running = historian == "running"
-    mutate = bust and compaction and (not historian_running or force or hard)
+    hard = bool(hard_reasons) and not p.readonly
+    bust = (meas.decision.execute or hard or meas.force) and not p.readonly
+    historian = _historian(p.conn, p.inp, p.hot, view.pk, messages=view.messages, msg_tokens=view.msg_tokens,
+                           usage_tokens=meas.usage_tokens, limit=meas.limit.tokens, threshold=meas.threshold,
+                           enabled=p.compaction and p.primary and not p.readonly and not p.inp.dry_run)
+    mutate = bust and p.compaction and (historian != "running" or meas.force or hard)
+    return Schedule(with_head, m0_meta, hard_reasons, hard, bust, historian, mutate)
 
-    new_drops: list[heuristics.Drop] = []
-    if previews:
+
+def _refold(p: Pass, view: View) -> View:
+    """On a pass allowed to mutate: advance the fold watermark to what the historian has published since."""
+    folded = compartment_store.last_end(p.conn, view.pk)
+    if folded is None or folded <= view.fold_through:
+        return view
+    messages, msg_tokens = _fold(view.messages, view.msg_tokens, int(folded))
+    sites, _, _ = tagger.assign(messages, view.known, view.counter, _estimate)
+    by_number, protected_from, _newest = _protection(sites, int(p.hot["protected_tags"]))
+    return View(view.pk, view.project_id, view.state, view.counter, view.all_messages, view.sync, int(folded),
+                 messages, msg_tokens, view.known, sites, view.new_tags, by_number, protected_from, view.newest,
+                 view.previews)
+
+
+def _decide(p: Pass, view: View, meas: Measure, sched: Schedule) -> Decisions:
+    """The drop lanes (queued ctx_reduce drops, duplicates, stale reduces, age, smart) and old reasoning, then
+    the pressure reclaim well below the threshold; only on a pass allowed to change the prefix."""
+    stripped = set(view.state.get("stripped_reasoning") or [])
+    previews: list[heuristics.Drop] = []
+    if view.previews:  # oversized new content is previewed on every pass, busting or not (it is new)
         from magic_context.transform import heuristics
 
-        new_drops = [heuristics.Drop(site, MODE_PREVIEW, "oversized") for site in previews]
-    done_pending: list[int] = []
-    stripped = set(state.get("stripped_reasoning") or [])
-    if mutate and primary:
-        folded = compartment_store.last_end(conn, pk)
-        if folded is not None and folded > fold_through:
-            fold_through = int(folded)
-            messages, msg_tokens = _fold(messages, msg_tokens, fold_through)
-            sites, _, _ = tagger.assign(messages, known, counter, _estimate)
-            by_number = {s.tag.number: s for s in sites}
-            active_numbers = sorted(s.tag.number for s in sites if not s.tag.dropped)
-            protected_from = active_numbers[-protected_count] if len(active_numbers) >= protected_count else 0
-            raw_total = sum(msg_tokens)
-    if mutate:  # the drop lanes load only on a pass allowed to change the prefix
-        from magic_context.transform import heuristics, reclaim
+        previews = [heuristics.Drop(site, MODE_PREVIEW, "oversized") for site in view.previews]
+    if not sched.mutate:
+        return Decisions(previews, [], stripped)
+    from magic_context.transform import heuristics, reclaim  # the drop lanes load only when they can run
 
-        pending, done_pending = _drain_pending(conn, pk, by_number, protected_from, force)
-        lanes = [*pending,
-                 *heuristics.duplicate_drops(sites, protected_from),
-                 *heuristics.stale_reduce_drops(sites, protected_from),
-                 *heuristics.age_drops(sites, newest, int(hot["auto_drop_tool_age"]), protected_from)]
-        if hot["smart_drops"]:
-            lanes += heuristics.smart_drops(sites, protected_from)
-        new_drops = [*new_drops, *heuristics.dedupe(lanes)]  # previews (set above) first
-        for drop in new_drops:
+    hot, sites, protected_from, limit = p.hot, view.sites, view.protected_from, meas.limit
+    pending, done_pending = _drain_pending(p.conn, view.pk, view.by_number, protected_from, meas.force)
+    lanes = [*pending,
+             *heuristics.duplicate_drops(sites, protected_from),
+             *heuristics.stale_reduce_drops(sites, protected_from),
+             *heuristics.age_drops(sites, view.newest, int(hot["auto_drop_tool_age"]), protected_from)]
+    if hot["smart_drops"]:
+        lanes += heuristics.smart_drops(sites, protected_from)
+    new_drops = [*previews, *heuristics.dedupe(lanes)]  # previews (already marked dropped) first
+    for drop in new_drops:
+        drop.site.tag.status, drop.site.tag.drop_mode = tag_store.DROPPED, drop.mode
+    stripped |= heuristics.old_reasoning(view.messages, sites, p.inp.harness, newest=view.newest,
+                                         max_age=int(hot["clear_reasoning_age"]), protected_from=protected_from)
+    projected = meas.usage_tokens - (meas.estimated - meas.sizes.served(view, sites))
+    if meas.usage_tokens >= meas.threshold / 100 * limit.tokens or meas.force:
+        # Reclaim well below the threshold so the following passes defer (one bust, many cache hits).
+        target = int(reclaim.TARGET_SHARE_OF_THRESHOLD * meas.threshold / 100 * limit.tokens)
+        plan = reclaim.plan(sites, projected, target, protected_from, include_protected=meas.decision.block_band)
+        for drop in plan.drops:
             drop.site.tag.status, drop.site.tag.drop_mode = tag_store.DROPPED, drop.mode
-        stripped |= heuristics.old_reasoning(messages, sites, inp.harness, newest=newest,
-                                             max_age=int(hot["clear_reasoning_age"]), protected_from=protected_from)
-        projected = usage_tokens - (estimated - served(sites))
-        if usage_tokens >= threshold / 100 * limit.tokens or force:
-            # Reclaim well below the threshold so the following passes defer (one bust, many cache hits).
-            target = int(reclaim.TARGET_SHARE_OF_THRESHOLD * threshold / 100 * limit.tokens)
-            plan = reclaim.plan(sites, projected, target, protected_from, include_protected=decision.block_band)
-            for drop in plan.drops:
-                drop.site.tag.status, drop.site.tag.drop_mode = tag_store.DROPPED, drop.mode
-            new_drops += plan.drops
-            projected -= plan.reclaimed_tokens
-        if decision.block_band and limit.proven and reported is not None and primary and \
-                projected >= scheduler.BLOCK_PERCENT / 100 * limit.tokens:
-            raise ContextEmergency(
-                f"context at {decision.usage_percent:.0f}% of the {limit.tokens}-token window "
-                "and nothing could be folded",
-                fix=f"run `mc wrapup --session {inp.session_id}` to compact older history, then retry",
-            )
+        new_drops += plan.drops
+        projected -= plan.reclaimed_tokens
+    if meas.decision.block_band and limit.proven and meas.reported is not None and p.primary and \
+            projected >= scheduler.BLOCK_PERCENT / 100 * limit.tokens:
+        raise ContextEmergency(
+            f"context at {meas.decision.usage_percent:.0f}% of the {limit.tokens}-token window "
+            "and nothing could be folded",
+            fix=f"run `mc wrapup --session {p.inp.session_id}` to compact older history, then retry",
+        )
+    return Decisions(new_drops, done_pending, stripped)
 
+
+def _apply(p: Pass, view: View, meas: Measure, decisions: Decisions) -> Served:
+    """Apply every drop decision and the stripped reasoning, temporal markers, tag prefixes and nudges."""
+    hot, sites = p.hot, view.sites
     # Markers depend on the original timestamps: compute before any message is removed.
-    markers = temporal.markers(messages) if hot["temporal_awareness"] and compaction else {}
+    markers = temporal.markers(view.messages) if hot["temporal_awareness"] and p.compaction else {}
     pristine = {s.tag.number: s.text for s in sites if s.tag.new}
-    reasoning_cache = dict(state.get("reasoning_tokens") or {})
-    accounting.reasoning_tokens(messages, stripped, reasoning_cache, _estimate)
-    kept = drops.apply(messages, sites, stripped if compaction else set())
-    if reduce_ok:
+    reasoning_cache = dict(view.state.get("reasoning_tokens") or {})
+    accounting.reasoning_tokens(view.messages, decisions.stripped, reasoning_cache, _estimate)
+    kept = drops.apply(view.messages, sites, decisions.stripped if p.compaction else set())
+    if meas.sizes.reduce_ok:
         tagger.write_prefixes(sites)
     temporal.apply(kept, markers)
 
-    nudge_state = dict(state.get("nudge_state") or {})
-    nudges.replay(kept, anchors)  # ctx_reduce nudges and the deferred-notes nudge
-    if reduce_ok and not readonly:
-        meas = nudges.measure(sites, protected_from)
-        quiet = bool(done_pending) or any(d.lane == "ctx_reduce" for d in new_drops)
-        text = nudges.decide(meas, nudge_state, quiet=quiet)
+    nudge_state = dict(view.state.get("nudge_state") or {})
+    nudges.replay(kept, meas.anchors)  # ctx_reduce nudges and the deferred-notes nudge
+    if meas.sizes.reduce_ok and not p.readonly:
+        meas_nudge = nudges.measure(sites, view.protected_from)
+        quiet = bool(decisions.done_pending) or any(d.lane == "ctx_reduce" for d in decisions.new_drops)
+        text = nudges.decide(meas_nudge, nudge_state, quiet=quiet)
         if text:
-            nudges.fire(kept, anchors, text)
-    if primary and not readonly and state.get("note_trigger_at"):  # = note_nudge.TRIGGER_KEY: loaded on a trigger only
+            nudges.fire(kept, meas.anchors, text)
+    state = view.state
+    if p.primary and not p.readonly and state.get("note_trigger_at"):  # = note_nudge.TRIGGER_KEY: on a trigger only
         from magic_context.transform import note_nudge
 
         if note_nudge.pending(state):
-            text = note_nudge.step(conn, state, kept, session_pk=pk, project_id=project_id, now_ms=inp.now_ms)
+            text = note_nudge.step(p.conn, state, kept, session_pk=view.pk, project_id=view.project_id,
+                                   now_ms=p.inp.now_ms)
             if text:
-                nudges.fire(kept, anchors, text)
+                nudges.fire(kept, meas.anchors, text)
+    return Served(kept, pristine, reasoning_cache, nudge_state)
 
-    # m[0] / m[1]
-    m0_text, m1_text = cached_m0, state.get("m1")
-    head_created = None
-    if with_head and bust:  # (a HARD fold always busts) defer passes replay the stored head text
+
+def _head(p: Pass, view: View, meas: Measure, sched: Schedule, kept: list[m.Message]) -> Head:
+    """m[0] / m[1]: re-rendered on a busting pass (defer passes replay the stored text), then put in front of
+    `kept`, after any leading system messages."""
+    state, hot = view.state, p.hot
+    m0_text, m1_text, m0_meta = state.get("m0"), state.get("m1"), sched.m0_meta
+    hard, hard_reasons = sched.hard, sched.hard_reasons
+    created = None
+    if sched.with_head and sched.bust:  # (a HARD fold always busts)
         from magic_context.history import render as history_render
 
         ctx = head.HeadContext(
-            session_pk=pk, project_id=project_id, project_dir=inp.project_dir,
-            history_budget=int(hot["history_budget_percentage"] * limit.tokens * threshold / 100),
+            session_pk=view.pk, project_id=view.project_id, project_dir=p.inp.project_dir,
+            history_budget=int(hot["history_budget_percentage"] * meas.limit.tokens),  # of the window
             memory_budget=int(hot["memory.injection_budget_tokens"]), temporal=bool(hot["temporal_awareness"]),
-            include_history=compaction and primary, include_memory=bool(hot["memory.enabled"]),
+            include_history=p.compaction and p.primary, include_memory=bool(hot["memory.enabled"]),
             include_docs=bool(hot["dreamer.inject_docs"]),
-            estimate=history_render.estimate_tokens, now_ms=inp.now_ms)
+            estimate=history_render.estimate_tokens, now_ms=p.inp.now_ms)
         if not hard:
-            m1_text, visible_memories = head.render_m1(conn, ctx, m0_meta)
+            m1_text, visible_memories = head.render_m1(p.conn, ctx, m0_meta)
             if head.m1_too_large(m1_text, ctx):
                 hard, hard_reasons = True, ["m[1] pressure backstop"]
         if hard:
-            m0_text, watermarks = head.render_m0(conn, ctx)
+            m0_text, watermarks = head.render_m0(p.conn, ctx)
             m1_text = history_render.M1_PLACEHOLDER
             visible_memories = list(watermarks.get("memory_ids", []))
-            m0_meta = {**watermarks, "model_key": model_key, "system_hash": system_hash, "materialized_at": inp.now_ms}
+            m0_meta = {**watermarks, "model_key": meas.model_key, "system_hash": meas.system_hash,
+                       "materialized_at": p.inp.now_ms}
         state.set(head.VISIBLE_MEMORY_KEY, visible_memories)  # saved with the pass (never on a read-only one)
-    if with_head and m0_text is not None and m1_text is not None:
+    if sched.with_head and m0_text is not None and m1_text is not None:
         lead = 0
         while lead < len(kept) and kept[lead].role == m.SYSTEM:
             lead += 1
         created = state.get("head_created_at")
         if created is None:
             created = next((msg.created_at for msg in kept if msg.created_at is not None), None)
-        head_created = created
         kept[lead:lead] = head.messages(m0_text, m1_text, created)
+    return Head(m0_text, m1_text, m0_meta, hard, hard_reasons, created)
 
-    messages_out = codec.encode(kept)
 
-    # System guidance, with a date line frozen between busts.
+def _guidance(p: Pass, view: View, meas: Measure, sched: Schedule, messages_out: Any) -> tuple[Any, str]:
+    """System guidance, with a date line frozen between busts: (the system to serve or None, the date line).
+    OpenAI-format system entries are edited inside `messages_out`."""
+    inp, hot = p.inp, p.hot
     system_out = None
-    date = state.get("date")
-    if bust or date is None:
+    date = view.state.get("date")
+    if sched.bust or date is None:
         date = guidance.date_line(inp.now_ms)
-    guide = guidance.guidance_text(reduce_available=reduce_ok, frozen_date=date) if compaction else ""
+    guide = guidance.guidance_text(reduce_available=meas.sizes.reduce_ok, frozen_date=date) if p.compaction else ""
     inject = guide and hot["system_prompt_injection.enabled"] and \
-        not guidance.skipped(system_first, list(hot["system_prompt_injection.skip_signatures"]))
+        not guidance.skipped(meas.system_first, list(hot["system_prompt_injection.skip_signatures"]))
     if inject and inp.harness == m.OPENAI_RESPONSES:
         if isinstance(inp.system, str):
             system_out = guidance.join(inp.system, guide)
@@ -494,38 +558,36 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
         else:
             texts = anthropic.system_texts(inp.system)
             k = anthropic.prompt_index(texts)
-            system_out = anthropic.apply_system(inp.system, [*texts[:k], guidance.join(system_first, guide),
+            system_out = anthropic.apply_system(inp.system, [*texts[:k], guidance.join(meas.system_first, guide),
                                                              *texts[k + 1:]])
+    return system_out, date
 
-    tokens_after = served(sites, kept, stripped, reasoning_cache)
-    if with_head and m0_text is not None:
-        head_now = _estimate(m0_text) + _estimate(m1_text or "")
-        tokens_after += head_now - head_tokens
+
+def _report(p: Pass, view: View, meas: Measure, sched: Schedule, *, decisions: Decisions, served: Served,
+            head_out: Head) -> tuple[dict[str, Any], int]:
+    """The pass report (stdout `--report`, pass_reports) and the head's size as served now."""
+    tokens_after = meas.sizes.served(view, view.sites, served.kept, decisions.stripped, served.reasoning_cache)
+    if sched.with_head and head_out.m0_text is not None:
+        head_now = _estimate(head_out.m0_text) + _estimate(head_out.m1_text or "")
+        tokens_after += head_now - meas.sizes.head_tokens
     else:
         head_now = 0
+    hard, bust, decision = head_out.hard, sched.bust, meas.decision
     pass_kind = "fold" if hard else "execute" if bust else "defer"
-    pending_left = pending_ops.count(conn, pk) - len(done_pending)
+    pending_left = pending_ops.count(p.conn, view.pk) - len(decisions.done_pending)
     report = {
         "pass": pass_kind, "bust": bust,
-        "reason": "; ".join(hard_reasons) if hard else (decision.reason if bust else "defer: " + decision.reason),
-        "tokens_before": raw_total + system_tokens, "tokens_after": tokens_after,
-        "tags": len(sites), "dropped": sum(1 for s in sites if s.tag.dropped), "pending_drops": pending_left,
-        "historian": historian, "ms": round((time.perf_counter() - started) * 1000, 2), "warnings": warnings,
-        "usage_tokens": usage_tokens, "usage_source": "provider" if reported is not None else "estimate",
-        "context_limit": limit.tokens, "threshold_percent": threshold, "new_drops": len(new_drops),
-        "new_tags": len(new_tags), "raw_written": sync.written,
+        "reason": "; ".join(head_out.hard_reasons) if hard else (decision.reason if bust else
+                                                                  "defer: " + decision.reason),
+        "tokens_before": sum(view.msg_tokens) + meas.sizes.system_tokens, "tokens_after": tokens_after,
+        "tags": len(view.sites), "dropped": sum(1 for s in view.sites if s.tag.dropped), "pending_drops": pending_left,
+        "historian": sched.historian, "ms": round((time.perf_counter() - p.started) * 1000, 2),
+        "warnings": p.warnings, "usage_tokens": meas.usage_tokens,
+        "usage_source": "provider" if meas.reported is not None else "estimate",
+        "context_limit": meas.limit.tokens, "threshold_percent": meas.threshold,
+        "new_drops": len(decisions.new_drops), "new_tags": len(view.new_tags), "raw_written": view.sync.written,
     }
-    if not readonly:
-        _persist(conn, inp, pk, state, new_tags=new_tags, new_drops=new_drops, done_pending=done_pending,
-                 pristine=pristine, counter=counter, report=report,
-                 m0_text=m0_text, m1_text=m1_text, m0_meta=m0_meta, head_now=head_now, with_head=with_head,
-                 stripped=stripped, anchors=anchors, nudge_state=nudge_state, date=date,
-                 system_hash=system_hash, system_tokens=system_tokens, model_key=model_key, limit=limit.tokens,
-                 extra={"reasoning_tokens": {k: v for k, v in reasoning_cache.items() if k in stripped},
-                        "fold_through": fold_through, "skim_hint": _skim_hint(all_messages, fold_through),
-                        **({"head_created_at": head_created} if head_created is not None else {})})
-    last_ordinal = all_messages[-1].ordinal if all_messages and not (readonly or inp.dry_run) else None
-    return PassResult(build_output(inp, messages_out, system_out), report, warnings, last_ordinal)
+    return report, head_now
 
 
 def _historian(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, pk: int, *, messages: list[m.Message],
