@@ -447,6 +447,18 @@ def test_execute_threshold_default_depends_on_the_workload(mc, isolated_dirs, do
     assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected
 
 
+def test_a_project_file_cannot_lower_the_harness_default_threshold(mc, isolated_dirs, tmp_path) -> None:
+    """The project tier is raise-only for the threshold: 45 raises Pi's default (40) but may not lower the 65
+    an OpenAI Chat caller gets when the user's config sets none (it compared against 40 before)."""
+    project = tmp_path / "untrusted-project"
+    project.mkdir()
+    (project / ".magic-context.toml").write_text("execute_threshold_percentage = 45\n", encoding="utf-8")
+    for doc, expected in ((OPENAI_BODY, 65.0), (envelope(PI_ARRAY, harness="pi", project_dir=str(project)), 45.0)):
+        result, _out = run(mc, doc, "--report", "--project", str(project))
+        assert result.returncode == 0, result.stderr.decode()
+        assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected
+
+
 def test_a_configured_execute_threshold_applies_to_every_harness(mc, isolated_dirs) -> None:
     isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
     (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 55\n", encoding="utf-8")

@@ -96,6 +96,7 @@ class HotConfig:
     values: dict[str, Any]
     warnings: list[ConfigWarning] = Factory(factory=list)
     explicit: frozenset[str] = frozenset()  # the dotted keys a tier set (valid), for defaults that depend on the call
+    user_set: frozenset[str] = frozenset()  # those the trusted user tier set (the rest only the project file set)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -163,7 +164,8 @@ def load_hot(project_dir: StrPath | None = None, *, user_file: StrPath | None = 
         warnings += stripped + invalid + wrong_way
         merged = deep_merge(user, project)
     explicit = frozenset(dotted for dotted in HOT_KEYS if get_path(merged, dotted) is not None)
-    return HotConfig(_flatten_defaults(merged), warnings, explicit)
+    user_set = frozenset(dotted for dotted in HOT_KEYS if get_path(user, dotted) is not None)
+    return HotConfig(_flatten_defaults(merged), warnings, explicit, user_set)
 
 
 __all__ = ["HOT_KEYS", "HotConfig", "duration_ms", "load_hot"]

@@ -352,8 +352,10 @@ def _measure(p: Pass, view: View) -> Measure:
     token_threshold = None
     if isinstance(tokens_map, dict):
         token_threshold = tokens_map.get(model_key or "", tokens_map.get("default"))
-    percent = hot.for_model("execute_threshold_percentage", model_key) \
+    percent = float(hot.for_model("execute_threshold_percentage", model_key)) \
         if "execute_threshold_percentage" in hot.explicit else scheduler.default_threshold(inp.harness)
+    if "execute_threshold_percentage" not in hot.user_set:  # raise-only for the untrusted project file: it may
+        percent = max(percent, scheduler.default_threshold(inp.harness))  # raise the harness default, never lower it
     threshold = scheduler.threshold_percent(float(percent), token_threshold, limit.tokens)
     ttl = duration_ms(str(hot.for_model("cache_ttl", model_key)))
 
