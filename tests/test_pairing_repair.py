@@ -51,6 +51,21 @@ def test_pi_orphans_are_removed_but_open_calls_left_to_pi():
     assert not any(b.kind == m.TOOL_RESULT for x in msgs for b in x.blocks)
 
 
+def test_a_pi_tool_result_with_an_unknown_part_goes_whole_when_it_is_an_orphan():
+    """Fuzz case 826: the result block goes, but an unknown content part kept the toolResult message (its call
+    id sits on the message), so an orphan was served with exit 0."""
+    from magic_context.wire import pi
+
+    msgs = pi.decode([
+        {"role": "user", "content": "go", "timestamp": 1},
+        {"role": "assistant", "content": [], "timestamp": 2},
+        {"role": "toolResult", "toolCallId": "t1", "toolName": "bash",
+         "content": [{"type": {"": None}, "text": "hi"}], "isError": False, "timestamp": 3}])
+    assert repair.repair(msgs, m.PI) == ["removed the orphan tool result t1 (no call before it)"]
+    assert [x.role for x in msgs] == [m.USER, m.ASSISTANT]
+    assert arcs.validate_pairing(pi.decode(pi.encode(msgs)), m.PI) == []
+
+
 # --- property: any breakage of pairing is repaired into a valid request ----------------------------
 
 EVENT = st.sampled_from(["user", "assistant-call", "assistant-2calls", "assistant-text", "answer", "orphan",

@@ -75,8 +75,10 @@ def _drop_orphans(messages: list[m.Message], harness: str) -> list[str]:
                 else:
                     done.append(f"removed the orphan tool result {block.tool_id!s:.60} (no call before it)")
             msg.blocks = kept_blocks
-            if not kept_blocks:
-                continue  # the message held only orphans
+            if not kept_blocks or (msg.role == m.TOOL and not any(b.kind == m.TOOL_RESULT for b in kept_blocks)):
+                # the message held only orphans; a tool-role message (Pi's toolResult, OpenAI's tool) *is* its
+                # result (the call id sits on the message), so whatever else it carries goes with it
+                continue
         if msg.role != m.TOOL:  # OpenAI's tool messages run on; anything else ends what may be answered
             open_ids = []
         keep.append(msg)
