@@ -19,6 +19,19 @@ COLUMNS = ("id", "type", "status", "content", "session_pk", "project_id", "surfa
 _SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM notes"
 
 
+def _scope(session_pk: int | None, project_id: str | None) -> tuple[str | None, list[Any]]:
+    """The WHERE clause (parenthesized) for the notes a session sees, or a project's notes; None for neither."""
+    scopes: list[str] = []
+    args: list[Any] = []
+    if session_pk is not None:
+        scopes.append("(type = 'session' AND session_pk = ?)")
+        args.append(session_pk)
+    if project_id is not None:
+        scopes.append("(type = 'project' AND project_id = ?)" if session_pk is not None else "project_id = ?")
+        args.append(project_id)
+    return ("(" + " OR ".join(scopes) + ")" if scopes else None), args
+
+
 def _row(values: Any) -> dict[str, Any]:
     return dict(zip(COLUMNS, tuple(values), strict=True))
 
@@ -41,17 +54,10 @@ def select(conn: sqlite3.Connection, *, session_pk: int | None, project_id: str 
 
     With `session_pk` None: the project's notes of every kind; with `project_id` None: the session's only.
     """
-    scopes: list[str] = []
-    args: list[Any] = []
-    if session_pk is not None:
-        scopes.append("(type = 'session' AND session_pk = ?)")
-        args.append(session_pk)
-    if project_id is not None:
-        scopes.append("(type = 'project' AND project_id = ?)" if session_pk is not None else "project_id = ?")
-        args.append(project_id)
-    if not scopes:
+    where, args = _scope(session_pk, project_id)
+    if where is None:
         return []
-    sql = _SELECT + " WHERE (" + " OR ".join(scopes) + ")"
+    sql = _SELECT + " WHERE " + where
     if statuses is not None:
         wanted = sorted(set(statuses))
         sql += f" AND status IN ({','.join('?' * len(wanted))})"
@@ -72,18 +78,10 @@ def update(conn: sqlite3.Connection, note_id: int, **fields: Any) -> None:
 def counts(conn: sqlite3.Connection, session_pk: int | None, project_id: str | None) -> dict[str, int]:
     """{active, pending, ready, dismissed} over the notes a session sees (or a project's notes)."""
     out = {"active": 0, "pending": 0, "ready": 0, "dismissed": 0}
-    scopes: list[str] = []
-    args: list[Any] = []
-    if session_pk is not None:
-        scopes.append("(type = 'session' AND session_pk = ?)")
-        args.append(session_pk)
-    if project_id is not None:
-        scopes.append("(type = 'project' AND project_id = ?)" if session_pk is not None else "project_id = ?")
-        args.append(project_id)
-    if not scopes:
+    where, args = _scope(session_pk, project_id)
+    if where is None:
         return out
-    for status, count in conn.execute("SELECT status, count(*) FROM notes WHERE (" + " OR ".join(scopes) + ") "
-                                      "GROUP BY status", args):
+    for status, count in conn.execute("SELECT status, count(*) FROM notes WHERE " + where + " GROUP BY status", args):
         out[str(status)] = int(count)
     return out
 
