@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from conftest import REPO
@@ -54,6 +55,7 @@ def proxy_in_thread(settings: ProxySettings) -> Iterator[str]:
 class ProxyProcess:
     proc: subprocess.Popen[bytes]
     started: dict[str, Any]  # the start-up JSON line
+    stderr: bytes = b""  # what the proxy wrote to stderr, once it stopped
 
     @property
     def url(self) -> str:
@@ -67,15 +69,18 @@ def mc_env() -> dict[str, str]:
 
 
 @contextmanager
-def proxy_process(*args: str) -> Iterator[ProxyProcess]:
-    """The real `mc proxy --port 0 ARGS` in a subprocess; yields once its start-up line was read."""
+def proxy_process(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[ProxyProcess]:
+    """The real `mc proxy --port 0 ARGS` in a subprocess; yields once its start-up line was read.
+    Its stderr is on the yielded object once the block ends (the proxy has stopped)."""
     proc = subprocess.Popen([sys.executable, "-m", "magic_context", "proxy", "--port", "0", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=mc_env(), cwd=REPO)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env or mc_env(), cwd=cwd or REPO)
+    proxy = None
     try:
         line = proc.stdout.readline() if proc.stdout else b""
         if not line:
             raise RuntimeError(f"mc proxy did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
-        yield ProxyProcess(proc, json.loads(line))
+        proxy = ProxyProcess(proc, json.loads(line))
+        yield proxy
     finally:
         if proc.poll() is None:
             proc.terminate()
@@ -84,6 +89,8 @@ def proxy_process(*args: str) -> Iterator[ProxyProcess]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+        if proxy is not None and proc.stderr:
+            proxy.stderr = proc.stderr.read()
         for stream in (proc.stdout, proc.stderr):
             if stream:
                 stream.close()

@@ -3,52 +3,15 @@ in the client's environment, and the checks that the client's key never reached 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+
+from proxy_helpers import ProxyProcess, proxy_process
 
 
-@dataclass
-class Proxy:
-    proc: subprocess.Popen[bytes]
-    started: dict[str, Any]
-    stderr: bytes = b""  # what the proxy wrote to stderr, once it stopped
-
-    @property
-    def url(self) -> str:
-        return str(self.started["address"])
-
-
-@contextmanager
-def mc_proxy(env: dict[str, str], *args: str, cwd: Path | None = None) -> Iterator[Proxy]:
-    """The real `mc proxy --port 0 ARGS` with the test's mc dirs; yields once it printed its start-up line."""
-    proc = subprocess.Popen([sys.executable, "-m", "magic_context", "proxy", "--port", "0", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
-    proxy = None
-    try:
-        line = proc.stdout.readline() if proc.stdout else b""
-        if not line:
-            raise RuntimeError(f"mc proxy did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
-        proxy = Proxy(proc, json.loads(line))
-        yield proxy
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        if proxy is not None and proc.stderr:
-            proxy.stderr = proc.stderr.read()
-        for stream in (proc.stdout, proc.stderr):
-            if stream:
-                stream.close()
+def mc_proxy(env: dict[str, str], *args: str, cwd: Path | None = None) -> AbstractContextManager[ProxyProcess]:
+    """The real `mc proxy --port 0 ARGS` with the test's mc dirs (proxy_helpers.proxy_process in `env`)."""
+    return proxy_process(*args, env=env, cwd=cwd)
 
 
 def files_holding(root: Path, secret: str) -> list[str]:
@@ -80,4 +43,4 @@ def session_rows(env: dict[str, str]) -> list[tuple[str, str, str]]:
         conn.close()
 
 
-__all__ = ["Proxy", "assert_key_never_stored", "files_holding", "mc_proxy", "session_rows"]
+__all__ = ["assert_key_never_stored", "files_holding", "mc_proxy", "session_rows"]
