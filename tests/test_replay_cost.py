@@ -271,3 +271,16 @@ def test_an_unreadable_ttl_says_how_to_write_one() -> None:
         cost.parse_ttl("soon")
     assert str(caught.value) == "cannot read the TTL 'soon'"
     assert caught.value.fix == "use a duration such as 5m, 1h or 300s"
+
+
+def test_a_bare_decimal_is_seconds() -> None:
+    # also in the parametrized cases; mutmut 3.8.1 did not re-run that case for a mutant of this branch
+    assert cost.parse_ttl("2.5") == 2500
+
+
+def test_extra_calls_are_counted_one_by_one() -> None:
+    ledger = cost.Ledger(cost.pricing("anthropic-sonnet"), cost.parse_ttl("5m"))
+    ledger.add([A], T0)
+    for minute in (1, 2, 3):
+        ledger.add([A, ("prompt", 100)], T0 + minute * MINUTE, output_tokens=10, extra=True)
+    assert (ledger.requests, ledger.passes, ledger.extra_calls, ledger.output_tokens) == (4, 1, 3, 30)
