@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from commands import _output
+from magic_context.results import Result
 
 note_app = typer.Typer(no_args_is_help=True, help="Notes: things to come back to, for a session or a project.")
 
@@ -57,7 +58,7 @@ def add(
       mc note add --session ses_abc123 "rerun the flaky proxy test before release"
       mc note add "drop the shim" --condition "when httpx 1.0 is released"
     """
-    from magic_context.memory import notes
+    from magic_context.memory import notes, reports
     from magic_context.store import db
 
     conn = db.open_db()
@@ -67,22 +68,18 @@ def add(
         note = notes.add(conn, content, project_id=pid, session_pk=pk, scope=scope, surface_condition=condition)
     finally:
         conn.close()
-    message = (f"Created smart note #{note['id']}. The dreamer will evaluate its condition:\n"
-               f"- Content: {note['content']}\n- Condition: {note['surface_condition']}"
-               if note["surface_condition"] else f"Saved {note['type']} note #{note['id']}.")
-    warnings = []
-    if note["surface_condition"]:
+    dreamer_enabled = True
+    if note["surface_condition"]:  # only a condition needs the dreamer (and the config read)
         from magic_context.config.load import load_config
 
-        if not load_config(project).config.dreamer.enabled:
-            warnings.append("the dreamer is off (dreamer.enabled = false): the condition is stored but not checked "
-                            "until it runs; the note stays pending")
-    if as_json:
-        _output.print_json("note add", {"note": note, "message": message, "warnings": warnings})
-    else:
-        _output.console().print(message, markup=False)
-        for text in warnings:
-            _output.warn(text)
+        dreamer_enabled = load_config(project).config.dreamer.enabled
+    _output.emit(reports.note_added(note, dreamer_enabled=dreamer_enabled), as_json=as_json, human=_added)
+
+
+def _added(result: Result) -> None:
+    _output.console().print(result.data["message"], markup=False)
+    for text in result.data["warnings"]:
+        _output.warn(text)
 
 
 @note_app.command("list")
@@ -102,7 +99,7 @@ def list_(
       mc note list --session ses_abc123
       mc note list --project . --json
     """
-    from magic_context.memory import notes
+    from magic_context.memory import notes, reports
     from magic_context.store import db
 
     statuses = None if not status else list(notes.STATUSES) if "all" in status else status
@@ -112,13 +109,14 @@ def list_(
         rows = notes.list_notes(conn, session_pk=pk, project_id=pid, statuses=statuses, limit=limit)
     finally:
         conn.close()
-    if as_json:
-        _output.print_json("note list", {"project_id": pid, "count": len(rows), "notes": rows})
-        return
+    _output.emit(reports.notes_listed(pid, rows), as_json=as_json, human=_listing)
+
+
+def _listing(result: Result) -> None:
     out = _output.console()
-    if not rows:
+    if not result.data["notes"]:
         out.print("No notes.")
-    for row in rows:
+    for row in result.data["notes"]:
         out.print(_line(row), markup=False)
 
 
@@ -133,19 +131,15 @@ def dismiss(
     Example:
       mc note dismiss 3
     """
-    from magic_context.memory import notes
+    from magic_context.memory import notes, reports
     from magic_context.store import db
 
     conn = db.open_db()
     try:
-        note = notes.dismiss(conn, note_id)
+        result = reports.note_dismissed(notes.dismiss(conn, note_id))
     finally:
         conn.close()
-    message = f"Note #{note['id']} dismissed."
-    if as_json:
-        _output.print_json("note dismiss", {"note": note, "message": message})
-    else:
-        _output.console().print(message, markup=False)
+    _output.emit(result, as_json=as_json, human=lambda r: _output.console().print(r.data["message"], markup=False))
 
 
 def register(app: typer.Typer) -> None:

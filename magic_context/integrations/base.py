@@ -23,6 +23,7 @@ from magic_context import __version__
 from magic_context.integrations import files, jsonc
 from magic_context.integrations.files import Change, Plan
 from magic_context.records import Factory, record
+from magic_context.results import Result
 
 INSTALL_DIR = "magic-context"
 MANIFEST = "mc.json"
@@ -62,6 +63,11 @@ class SetupResult:
         return {"harness": self.harness, "operation": self.operation, "scope": self.scope.as_dict(),
                 "dry_run": self.dry_run, "changed": self.changed,
                 "changes": [c.as_dict() for c in self.changes], "notes": list(self.notes)}
+
+
+def report(results: list[SetupResult]) -> Result:
+    """`mc setup`'s result: one entry per harness installed into (or removed from)."""
+    return Result("setup", {"results": [r.as_dict() for r in results]})
 
 
 @record(frozen=True)

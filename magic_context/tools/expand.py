@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from magic_context.errors import BadInput, NotFound
 from magic_context.records import Factory, record
+from magic_context.results import Result
 
 BUDGET_TOKENS: Final = 15_000
 ROLE_LETTER: Final = {"user": "U", "assistant": "A", "tool": "T", "system": "S"}
@@ -35,6 +36,10 @@ class Expanded:
         return {"kind": self.kind, "start": self.start, "end": self.end, "tokens": self.tokens,
                 "truncated_at": self.truncated_at, "next_range": self.next_range, "messages": self.messages,
                 "text": self.text}
+
+    def to_result(self) -> Result:
+        """`mc expand`'s result (the `text` is what people read)."""
+        return Result("expand", self.as_dict())
 
 
 def parse_range(value: str) -> tuple[int, int]:
