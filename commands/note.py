@@ -102,7 +102,7 @@ def list_(
     from magic_context.memory import notes, reports
     from magic_context.store import db
 
-    statuses = None if not status else list(notes.STATUSES) if "all" in status else status
+    statuses: list[str] | None = None if not status else list(notes.STATUSES) if "all" in status else status
     conn = db.open_db()
     try:
         pk, pid = _scope(conn, session, harness, project)
