@@ -30,7 +30,9 @@ def _scope(conn: Any, session: str | None, harness: str | None, project: Path | 
 
 
 def _line(note: dict[str, Any]) -> str:
-    status = "" if note["status"] in ("active", "pending") and not note["surface_condition"] else f" ({note['status']})"
+    from magic_context.memory.notes import ACTIVE, PENDING
+
+    status = "" if note["status"] in (ACTIVE, PENDING) and not note["surface_condition"] else f" ({note['status']})"
     line = f"- #{note['id']}{status} [{note['type']}]: {note['content']}"
     if note["surface_condition"]:
         line += (f"\n  Condition met: {note['ready_reason']}" if note["status"] == "ready" and note["ready_reason"]
