@@ -200,6 +200,33 @@ def vectors(conn: sqlite3.Connection, kind: str, scope: str, model_id: str) -> l
                        "WHERE kind = ? AND scope = ? AND model_id = ?", (kind, scope, model_id))
 
 
+def vectors_full(conn: sqlite3.Connection, kind: str, scope: str, model_id: str) -> list[sqlite3.Row]:
+    """Every vector row of (kind, scope, model) with its id and text hash, in id order (sidecar builds)."""
+    return _rows(conn, "SELECT id, ref, start_ordinal, end_ordinal, text_hash, dims, vector FROM embeddings "
+                       "WHERE kind = ? AND scope = ? AND model_id = ? ORDER BY id", (kind, scope, model_id))
+
+
+def vector_stamp(conn: sqlite3.Connection, kind: str, scope: str, model_id: str) -> str:
+    """"id:text_hash:dims;" of the same rows in id order, as one string (columns stored before the blob, so no
+    blob is read): changes whenever a row of (kind, scope, model) is added, re-embedded or deleted."""
+    return str(_one(conn, "SELECT group_concat(id || ':' || text_hash || ':' || dims, ';') FROM (SELECT id, "
+                          "text_hash, dims FROM embeddings WHERE kind = ? AND scope = ? AND model_id = ? ORDER BY id)",
+                    (kind, scope, model_id)) or "")
+
+
+def vector_dims(conn: sqlite3.Connection, kind: str, scope: str, model_id: str) -> list[int]:
+    return [int(r[0]) for r in _rows(conn, "SELECT DISTINCT dims FROM embeddings WHERE kind = ? AND scope = ? "
+                                           "AND model_id = ? ORDER BY dims", (kind, scope, model_id))]
+
+
+def database_file(conn: sqlite3.Connection) -> str:
+    """The main database's file path ("" for an in-memory or temporary database)."""
+    for row in _rows(conn, "PRAGMA database_list"):
+        if row[1] == "main":
+            return str(row[2] or "")
+    return ""
+
+
 def delete_vectors(conn: sqlite3.Connection, kind: str, refs: Iterable[str]) -> None:
     for ref in refs:
         conn.execute("DELETE FROM embeddings WHERE kind = ? AND ref = ?", (kind, ref))
@@ -318,11 +345,12 @@ def live_ordinal(conn: sqlite3.Connection, session_pk: int, message_id: str) -> 
 
 
 __all__ = [
-    "bump_retrievals", "commits", "compartments", "count_vectors", "delete_messages", "delete_vectors",
-    "evict_commits", "folded_through", "get_state", "indexed_count", "indexed_hashes", "last_text_ordinal",
+    "bump_retrievals", "commits", "compartments", "count_vectors", "database_file", "delete_messages",
+    "delete_vectors", "evict_commits", "folded_through", "get_state", "indexed_count", "indexed_hashes",
+    "last_text_ordinal",
     "like_commits", "live_ordinal", "match_commits", "match_compartments", "match_memories", "match_messages",
     "memories", "message_count", "message_rows", "message_rows_at", "message_texts", "newest_commit_at",
     "notes", "project_sessions", "put_vector", "raw_marker", "session_field", "session_ids", "set_state",
-    "tag_message_id", "term_count", "upsert_commit", "upsert_messages", "vector_hashes",
-    "vectors", "vectors_end",
+    "tag_message_id", "term_count", "upsert_commit", "upsert_messages", "vector_dims", "vector_hashes",
+    "vector_stamp", "vectors", "vectors_end", "vectors_full",
 ]
