@@ -51,6 +51,14 @@ def put_compartment(conn: sqlite3.Connection, pk: int, cid: int, span: tuple[int
     return vector
 
 
+def mapped(matrix: np.ndarray) -> bool:
+    """True for a matrix read from its file (a view of the memory map), False for one built in memory."""
+    base = matrix
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    return isinstance(base, np.memmap) or type(base).__name__ == "mmap"
+
+
 def files(conn: sqlite3.Connection, model: str = MODEL) -> list[str]:
     where = vectorfile.folder(conn, model)
     return sorted(p.name for p in where.iterdir()) if where is not None and where.exists() else []
@@ -66,7 +74,7 @@ def test_sync_writes_a_private_file_that_load_maps(conn) -> None:
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert str(path).startswith(search_index.database_file(conn) + "-vectors" + os.sep)
     matrix = vectorfile.load(conn, "msgblock", "1", MODEL, DIMS)
-    assert isinstance(matrix, np.memmap)
+    assert mapped(matrix)
     assert matrix["ref"].tolist() == [0, 1, 2]
     query = vectors[1]
     np.testing.assert_allclose(vectorfile.cosines(matrix, query), vectors @ query, atol=0.02)  # int8 rows
@@ -113,7 +121,7 @@ def test_a_corrupt_file_is_rebuilt_not_trusted(conn, damage: str) -> None:
     assert matrix["ref"].tolist() == list(range(40))
     np.testing.assert_allclose(vectorfile.cosines(matrix, vectors[9])[9], 1.0, atol=0.02)
     assert vectorfile.load(conn, "msgblock", "1", MODEL, DIMS)["ref"].tolist() == list(range(40))  # repaired file
-    assert isinstance(vectorfile.load(conn, "msgblock", "1", MODEL, DIMS), np.memmap)
+    assert mapped(vectorfile.load(conn, "msgblock", "1", MODEL, DIMS))
 
 
 def test_each_model_id_has_its_own_files(conn) -> None:
@@ -150,7 +158,7 @@ def test_an_unwritable_folder_still_searches_from_memory(conn) -> None:
         fh.write("not a folder")
     assert vectorfile.sync(conn, "msgblock", "1", MODEL) is False
     matrix = vectorfile.load(conn, "msgblock", "1", MODEL, DIMS)
-    assert matrix["ref"].tolist() == [0, 1, 2] and not isinstance(matrix, np.memmap)
+    assert matrix["ref"].tolist() == [0, 1, 2] and not mapped(matrix)
 
 
 def test_an_in_memory_database_has_no_folder() -> None:
@@ -176,3 +184,36 @@ def test_publish_writes_the_files_and_search_uses_them(conn) -> None:
         conn.execute("DELETE FROM compartments WHERE session_pk = ?", (pk,))
         assert engine.search(conn, "miscounts stripes header", session_pks=[pk], project_id="dir:syn",
                              config=config, now_ms=NOW, sources=["message"]).hits == []
+
+
+def test_a_re_embedded_block_with_the_same_ordinals_is_seen() -> None:
+    conn = open_db()
+    try:
+        put_block(conn, 1, 0, [0, 1, 2], seed=11)
+        vectorfile.sync(conn, "msgblock", "1", MODEL)
+        fresh = put_block(conn, 1, 0, [0, 1, 2], seed=12)  # same row, same size: only its vector changed
+        matrix = vectorfile.load(conn, "msgblock", "1", MODEL, DIMS)
+        np.testing.assert_allclose(vectorfile.cosines(matrix, fresh[1])[1], 1.0, atol=0.02)
+    finally:
+        conn.close()
+
+
+def test_a_database_created_again_at_the_same_path_never_reads_the_old_files(tmp_path) -> None:
+    path = tmp_path / "context.db"
+    first = open_db(str(path))
+    put_block(first, 1, 0, [0, 1], seed=13)
+    vectorfile.sync(first, "msgblock", "1", MODEL)
+    old_folder = vectorfile.folder(first, MODEL)
+    first.close()
+    for leftover in tmp_path.glob("context.db*"):
+        if leftover.is_file():
+            leftover.unlink()
+    second = open_db(str(path))
+    try:
+        fresh = put_block(second, 1, 0, [0, 1], seed=14)  # same ids, same count: only the epoch tells them apart
+        assert vectorfile.folder(second, MODEL) != old_folder
+        matrix = vectorfile.load(second, "msgblock", "1", MODEL, DIMS)
+        np.testing.assert_allclose(vectorfile.cosines(matrix, fresh[0])[0], 1.0, atol=0.02)
+        assert not old_folder.exists()  # the earlier database's folder is removed
+    finally:
+        second.close()

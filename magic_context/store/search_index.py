@@ -181,9 +181,12 @@ def notes(conn: sqlite3.Connection, session_pk: int | None, project_id: str | No
 
 def put_vector(conn: sqlite3.Connection, kind: str, ref: str, model_id: str, *, scope: str, text_hash: str,
                vector: bytes, dims: int, now_ms: int, start: int | None = None, end: int | None = None) -> None:
+    """Insert or replace one vector. A replaced row also gets a new, highest id, so `vector_stamp` (count, max
+    and sum of the ids) changes with every insert, replacement and delete."""
     conn.execute("INSERT INTO embeddings (kind, ref, model_id, scope, start_ordinal, end_ordinal, text_hash, dims, "
                  "vector, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(kind, ref, model_id) "
-                 "DO UPDATE SET scope = excluded.scope, start_ordinal = excluded.start_ordinal, "
+                 "DO UPDATE SET id = (SELECT max(id) + 1 FROM embeddings), "
+                 "scope = excluded.scope, start_ordinal = excluded.start_ordinal, "
                  "end_ordinal = excluded.end_ordinal, "
                  "text_hash = excluded.text_hash, dims = excluded.dims, vector = excluded.vector, "
                  "created_at = excluded.created_at",
@@ -207,11 +210,11 @@ def vectors_full(conn: sqlite3.Connection, kind: str, scope: str, model_id: str)
 
 
 def vector_stamp(conn: sqlite3.Connection, kind: str, scope: str, model_id: str) -> str:
-    """"id:text_hash:dims;" of the same rows in id order, as one string (columns stored before the blob, so no
-    blob is read): changes whenever a row of (kind, scope, model) is added, re-embedded or deleted."""
-    return str(_one(conn, "SELECT group_concat(id || ':' || text_hash || ':' || dims, ';') FROM (SELECT id, "
-                          "text_hash, dims FROM embeddings WHERE kind = ? AND scope = ? AND model_id = ? ORDER BY id)",
-                    (kind, scope, model_id)) or "")
+    """"count:max id:sum of ids" of the rows of (kind, scope, model), read from the `embeddings_by_scope` index
+    alone: it changes with every row added, re-embedded (`put_vector` gives it a new id) or deleted."""
+    row = _rows(conn, "SELECT count(*), max(id), total(id) FROM embeddings WHERE kind = ? AND scope = ? "
+                      "AND model_id = ?", (kind, scope, model_id))[0]
+    return f"{int(row[0])}:{row[1] or 0}:{int(row[2])}"
 
 
 def vector_dims(conn: sqlite3.Connection, kind: str, scope: str, model_id: str) -> list[int]:
