@@ -459,6 +459,31 @@ def test_a_project_file_cannot_lower_the_harness_default_threshold(mc, isolated_
         assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected
 
 
+def test_a_user_map_naming_other_models_keeps_the_harness_default_for_the_rest(mc, isolated_dirs,
+                                                                                 tmp_path) -> None:
+    """A user map without "default" sets only the models it names: an OpenAI Chat caller on another model
+    keeps its 65 (the map's absence of a default gave 40 before), and a project file may raise that, never
+    lower it, while the model the user named keeps the user's value."""
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (isolated_dirs["config"] / "config.toml").write_text(
+        '[execute_threshold_percentage]\n"openai/gpt-4o-mini" = 30\n', encoding="utf-8")
+    project = tmp_path / "untrusted-project"
+    project.mkdir()
+
+    def threshold(doc: dict, project_text: str | None = None) -> float:
+        if project_text is not None:
+            (project / ".magic-context.toml").write_text(project_text, encoding="utf-8")
+        result, _out = run(mc, doc, "--report", "--project", str(project))
+        assert result.returncode == 0, result.stderr.decode()
+        return json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"]
+
+    assert threshold(OPENAI_BODY) == 65.0
+    assert threshold(OPENAI_BODY, "execute_threshold_percentage = 45\n") == 65.0
+    assert threshold(OPENAI_BODY, "execute_threshold_percentage = 70\n") == 70.0
+    assert threshold({**OPENAI_BODY, "model": "gpt-4o-mini"}, "") == 30.0
+    assert threshold(envelope(PI_ARRAY, harness="pi", project_dir=str(project)), "") == 40.0
+
+
 def test_a_configured_execute_threshold_applies_to_every_harness(mc, isolated_dirs) -> None:
     isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
     (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 55\n", encoding="utf-8")

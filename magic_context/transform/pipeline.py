@@ -352,10 +352,11 @@ def _measure(p: Pass, view: View) -> Measure:
     token_threshold = None
     if isinstance(tokens_map, dict):
         token_threshold = tokens_map.get(model_key or "", tokens_map.get("default"))
-    percent = float(hot.for_model("execute_threshold_percentage", model_key)) \
-        if "execute_threshold_percentage" in hot.explicit else scheduler.default_threshold(inp.harness)
-    if "execute_threshold_percentage" not in hot.user_set:  # raise-only for the untrusted project file: it may
-        percent = max(percent, scheduler.default_threshold(inp.harness))  # raise the harness default, never lower it
+    harness_default = scheduler.default_threshold(inp.harness)  # for a model no tier sets (a map may name others)
+    chosen = hot.set_for_model("execute_threshold_percentage", model_key)
+    percent = harness_default if chosen is None else float(chosen)
+    if hot.set_for_model("execute_threshold_percentage", model_key, user_only=True) is None:  # raise-only for
+        percent = max(percent, harness_default)  # the untrusted project file: raise the harness default, never lower
     threshold = scheduler.threshold_percent(float(percent), token_threshold, limit.tokens)
     ttl = duration_ms(str(hot.for_model("cache_ttl", model_key)))
 
