@@ -141,6 +141,23 @@ def test_anchor_retention() -> None:
     assert dropped_instruction.counts["instructions"] == (1, 0)
 
 
+def test_an_instruction_quoted_in_the_escaped_history_block_is_retained() -> None:
+    """mc's <session-history> escapes `<`, `>` and `&` in what it quotes; the model reads them as the
+    characters, so a quoted `<pr_description>` task (mini-swe-agent's) counts as visible, in the head as a
+    message or as system text; an escape in the user's own words is not undone twice."""
+    task = m.Message("u", m.USER, [m.Block(m.TEXT, "<pr_description>\nConsider the following PR description: "
+                                                  "fix the & encoding bug")])
+    later = m.Message("z", m.USER, [m.Block(m.TEXT, "ok")])
+    quoted = 'U: "&lt;pr_description&gt; Consider the following PR description: fix the &amp; encoding bug"'
+    head = m.Message("h", m.USER, [m.Block(m.TEXT, f"<session-history>{quoted}</session-history>")])
+    assert anchors.retention([task, later], [head, later]).counts["instructions"] == (1, 1)
+    assert anchors.retention([task, later], [later], [quoted]).counts["instructions"] == (1, 1)
+    assert anchors.Retention().measure([task, later], [later], [quoted]).counts["instructions"] == (1, 1)
+    literal = m.Message("u", m.USER, [m.Block(m.TEXT, "please keep the literal &amp;lt; entity in the docs")])
+    shown = m.Message("h", m.USER, [m.Block(m.TEXT, "U: please keep the literal &amp;amp;lt; entity in the docs")])
+    assert anchors.retention([literal, later], [shown, later]).counts["instructions"] == (1, 1)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "window"), [
     ("pi_large-session.jsonl", 60_000),

@@ -8,7 +8,9 @@ verbatim when the same text, `§N§` tags aside, is in the final request):
 * commit hashes from git output anywhere (`commit <sha>`, `[branch <sha>]`, `git log --oneline` lines);
 * user instructions: user-typed text of 20 characters or more, keyed by its first 80 characters
   (case and whitespace folded).
-An anchor is retained when its key is visible anywhere in the request, head summaries included.
+An anchor is retained when its key is visible anywhere in the request, head summaries included. The
+visible text is read as the model reads it: the `&lt;`, `&gt;` and `&amp;` that mc's `<session-history>`
+block escapes its quotes with count as `<`, `>` and `&` (a quoted `<pr_description>` task is retained).
 `Retention` measures it on every pass (mean and minimum), for mc and for each baseline.
 """
 
@@ -59,6 +61,14 @@ def _untag(text: str) -> str:
     return _TAG.sub("", text) if "§" in text else text
 
 
+def _visible(text: str) -> str:
+    """Text as the model reads it: tags removed, the XML escapes of the history block undone."""
+    text = _untag(text)
+    if "&" in text:
+        text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    return text
+
+
 def _fold(text: str) -> str:
     return _SPACE.sub(" ", text).strip().lower()
 
@@ -91,13 +101,13 @@ def _commits(text: str) -> set[str]:
 
 def served_text(messages: list[m.Message], system: list[str] | None = None) -> str:
     """Everything the model sees in a request, tags removed (for visibility checks)."""
-    parts = list(system or [])
+    parts = [_visible(text) for text in system or []]
     for msg in messages:
         for block in msg.blocks:
             if block.kind == m.TOOL_CALL:
                 parts.append(json.dumps(block.input, ensure_ascii=False, default=str))
             elif block.text:
-                parts.append(_untag(block.text))
+                parts.append(_visible(block.text))
     return "\n".join(parts)
 
 
@@ -138,6 +148,7 @@ class Retention:
         self._blocks: dict[int, tuple[m.Block, str, dict[str, set[str]]]] = {}
         self._parts: dict[int, tuple[m.Block, str, str]] = {}  # served block → (key, served text)
         self._folded: dict[str, str] = {}
+        self._shown: dict[str, str] = {}  # system text → as the model reads it
         self._indexed: list[m.Message] = []  # the history prefix already indexed
         self._named: list[tuple[str, dict[str, set[str]]]] = []  # its blocks that name anchors
         self.reports: list[AnchorReport] = []
@@ -152,9 +163,15 @@ class Retention:
         hit = self._parts.get(id(block))
         if hit is None or hit[0] is not block:
             text = (json.dumps(block.input, ensure_ascii=False, default=str) if block.kind == m.TOOL_CALL
-                    else _untag(block.text) if block.text else "")
+                    else _visible(block.text) if block.text else "")
             hit = self._parts[id(block)] = (block, _block_key(block), text)
         return hit[1], hit[2]
+
+    def _visible(self, text: str) -> str:
+        found = self._shown.get(text)
+        if found is None:
+            found = self._shown[text] = _visible(text)
+        return found
 
     def _fold_part(self, text: str) -> str:
         found = self._folded.get(text)
@@ -177,7 +194,7 @@ class Retention:
     def measure(self, history: list[m.Message], served: list[m.Message],
                 system: list[str] | None = None) -> AnchorReport:
         verbatim: set[str] = set()
-        parts = list(system or [])
+        parts = [self._visible(text) for text in system or []]
         for msg in served:
             for block in msg.blocks:
                 key, text = self._part(block)
