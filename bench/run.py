@@ -33,7 +33,7 @@ SESSIONS = REPO.parent / "shared" / "data" / "sessions"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from magic_context.replay import ReplayResult, cost, replay  # noqa: E402
+from magic_context.replay import ReplayResult, baselines, cost, replay  # noqa: E402
 
 # (file under SESSIONS, window): a third of each long session's unmanaged peak (the goals span 1/3 to
 # 1/10 of the session; bench/sweep.py also runs smaller windows), and a short Claude Code subagent.
@@ -112,10 +112,13 @@ def _table(data: dict[str, Any]) -> list[str]:
                      f"{resent} | {s['busts']} | {s['extra_calls']} | {_fmt_money(s['cost_usd'])} | {ratio} | "
                      f"{retention} |")
     native = _by_name(data)["native"]["compaction"]
+    profile = next((p for p in (*baselines.PROFILES.values(), baselines.GENERIC) if p.name == native["profile"]), None)
+    source = profile.source if profile else native["source"]  # the code's words (a cached case may predate them)
     lines += ["", f"native = {native['profile']}: compacts at {native['trigger']:.1%} of the window, keeps a "
                   f"{native['tail']:.1%} {'user-message ' if native['tail_users_only'] else ''}tail and a "
-                  f"{native['summary_tokens']:,}-token summary ({'read from' if native['summary_cached'] else 'not'} "
-                  f"from the cache); source: {native['source']}. Its summary text is extractive in the replay."]
+                  f"{native['summary_tokens']:,}-token summary ({'read' if native['summary_cached'] else 'not read'} "
+                  f"from the cache; capped at a tenth of the window); source: {source}. Its summary text is "
+                  "extractive in the replay."]
     return lines
 
 
