@@ -466,7 +466,7 @@ def test_a_user_map_naming_other_models_keeps_the_harness_default_for_the_rest(m
     lower it, while the model the user named keeps the user's value."""
     isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
     (isolated_dirs["config"] / "config.toml").write_text(
-        '[execute_threshold_percentage]\n"openai/gpt-4o-mini" = 30\n', encoding="utf-8")
+        '[execute_threshold_percentage]\n"gpt-4o-mini" = 30\n', encoding="utf-8")
     project = tmp_path / "untrusted-project"
     project.mkdir()
 
