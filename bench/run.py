@@ -306,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                     began = time.perf_counter()
                     print(f"replaying {name} at {window:,} tokens …", file=sys.stderr, flush=True)
                     cache[key] = _case(args.sessions / name, window, strategies, pricings)
+                    cache[key]["bench"]["seconds"] = round(time.perf_counter() - began, 1)
                     print(f"  {key}: {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)
                     if args.cache:
                         args.cache.write_text(json.dumps(cache), encoding="utf-8")
@@ -324,7 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
     command = "python bench/run.py" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
-    resumed = f", {done_before} of the cases taken from --cache" if done_before else ""
+    replayed = sum(float(d["bench"].get("seconds", 0)) for _, d in results + small_results)
+    resumed = (f", {done_before} of the cases taken from --cache; the replays themselves took {replayed:.0f} s "
+               "(each case's time is in the per-session heading)" if done_before else "")
     ratio_rows = []
     for key, data in results:
         usd = data["bench"]["cost_usd"]
@@ -345,9 +348,11 @@ def main(argv: list[str] | None = None) -> int:
              "input uncached). The recorded responses are the same for every strategy and are left out. Token "
              "counts are exact cl100k per message; mc runs with every default (`--no-user-config`).", "",
              "`native` is the recording's own harness (`native:pi`, `native:claude-code`; the mini-swe-agent "
-             "trajectories have no compaction of their own and are compared with `native:codex`), with the "
-             "trigger, tail, summary size and cache behaviour measured for it (`magic_context/replay/baselines.py`"
-             " cites each). Retention is anchor retention (file paths, commits, user instructions of history not "
+             "trajectories have no compaction of their own and are compared with `native:codex`), with that "
+             "harness's trigger, tail, summary size and cache behaviour (`magic_context/replay/baselines.py` cites "
+             "each figure's source: only Pi's are measured in a recording; Claude Code's, OpenCode's and Codex's "
+             "come from their code or docs, and their summary size is assumed). "
+             "Retention is anchor retention (file paths, commits, user instructions of history not "
              "served verbatim that stay visible) on every pass: mean / minimum. The re-sent read share is the "
              "share of the tokens a warm pass sent again that were read from the cache.", ""]
     lines += ["## Goals (long sessions)", "",
@@ -363,8 +368,10 @@ def main(argv: list[str] | None = None) -> int:
                       f"→ {latency['latency_vs_floor']}× (goal ≤ 1.5×) {ok}"]
     lines += ["", "## Per session", ""]
     for key, data in results + small_results:
+        took = data["bench"].get("seconds")
         lines += [f"### {key} — {Path(data['file']).name}, window {data['context_limit']:,}, "
-                  f"{data['passes']} passes, {data['messages']} messages", ""]
+                  f"{data['passes']} passes, {data['messages']} messages"
+                  + (f", replayed in {took:.0f} s" if took is not None else ""), ""]
         lines += _table(data)
         lines += ["", *_mc_lines(data), ""]
     lines += ["## mc cost vs native / vs masking under each pricing", "",
