@@ -102,6 +102,8 @@ def test_cache_ttl_expires_strictly_after_the_ttl() -> None:
     assert not at.ttl_expired and not at.execute
     after = decide(1_000, now=300_001, last=0)
     assert after.ttl_expired and after.execute and after.reason == "cache TTL expired"
+    assert not decide(1_000, now=1_000_000, last=700_000).ttl_expired  # the gap counts, not the clock
+    assert decide(1_000, now=1_000_001, last=700_000).ttl_expired
     assert not decide(1_000, now=300_001, last=None).ttl_expired  # no activity known: nothing expired
     assert not decide(1_000, now=10**15, last=0, ttl=float("inf")).ttl_expired
     assert not decide(1_000, now=10**15, last=0, ttl=float("nan")).ttl_expired
