@@ -437,3 +437,41 @@ def test_skimmed_messages_must_be_stored_unchanged_and_folded(conn) -> None:
         assert conn.total_changes == before
     result = raw.sync(conn, pk, [msg("m0", 1), *msgs(6, start=1), msg("m7")], now_ms=5)  # decoded whole
     assert result.written == 2 and result.divergences
+
+
+def test_message_tokens_edges() -> None:
+    """Unserializable call input is counted as its str(); an opaque part without raw JSON costs nothing; Chat
+    Completions reasoning is not read back; a document too deep for orjson with a lone surrogate still counts."""
+    overhead = raw.MESSAGE_OVERHEAD
+    odd = Message(id="a", role="assistant", blocks=[Block("tool_call", tool_name="x", input={"data": b"\x00\x01"})])
+    assert raw.message_tokens(odd, len) == overhead + len(str({"data": b"\x00\x01"})) + raw.TOOL_CALL_OVERHEAD
+    assert raw.message_tokens(Message(id="b", role="assistant", blocks=[Block("opaque", raw=None)]), len) == overhead
+    hidden = Block("reasoning", text="long thoughts", meta={"field": "reasoning_content"})
+    shown = Block("reasoning", text="long thoughts", meta={"signature": "s"})
+    assert raw.message_tokens(Message(id="c", role="assistant", blocks=[hidden]), len) == overhead
+    assert raw.message_tokens(Message(id="c", role="assistant", blocks=[shown]), len) == overhead + 13
+    deep: object = "\ud800"
+    for _ in range(300):
+        deep = [deep]
+    cost = raw.message_tokens(Message(id="d", role="assistant", blocks=[Block("opaque", raw=deep)]), len)
+    assert cost == overhead + 600 + 2 + 3  # brackets, quotes, and U+FFFD for each of the surrogate's 3 bytes
+
+
+def test_skim_edges_and_messages(conn) -> None:
+    pk = new_session(conn)
+    raw.sync(conn, pk, msgs(4), now_ms=1)
+    # The first message after the skimmed ones may be new.
+    result = raw.sync(conn, pk, [*msgs(4), msg("m4")], now_ms=2, skimmed=4, folded_through=3)
+    assert result.written == 1
+    with pytest.raises(raw.SkimmedChange, match=r"^skimmed message 1 is new or changed$"):
+        raw.sync(conn, pk, [msg("m0"), msg("m1", 1), *msgs(3, start=2)], now_ms=3, skimmed=2, folded_through=4)
+    with pytest.raises(raw.SkimmedChange, match=r"^skimmed message 2 is no longer folded$"):
+        raw.sync(conn, pk, msgs(5), now_ms=3, skimmed=3, folded_through=1)
+
+
+def test_read_range_returns_every_field(conn) -> None:
+    pk = new_session(conn)
+    history = msgs(3)
+    raw.sync(conn, pk, history, now_ms=77)
+    assert raw.read_range(conn, pk, 1, 1) == [raw.StoredMessage(1, "m1", history[1].role, history[1].raw,
+                                                                content_hash(history[1].raw), 77)]
