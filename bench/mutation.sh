@@ -39,6 +39,7 @@ declare -A TESTS=(
   [transform/reclaim.py]="tests/test_reclaim_accounting.py tests/test_transform_units.py"
   [transform/accounting.py]="tests/test_reclaim_accounting.py tests/test_transform_units.py"
   [transform/state.py]="tests/test_session_state_and_note_nudge.py"
+  [transform/tags.py]="tests/test_tag_rows.py"
   [transform/note_nudge.py]="tests/test_session_state_and_note_nudge.py tests/test_memory_head.py"
   [wire/anthropic.py]="tests/test_wire_anthropic.py"
   [wire/openai.py]="tests/test_wire_openai.py"
@@ -49,7 +50,8 @@ declare -A TESTS=(
 ORDER=(config/trust.py transform/heuristics.py wire/arcs.py replay/cost.py history/decay.py history/validate.py
        store/raw.py transform/drops.py transform/tagger.py transform/scheduler.py transform/nudges.py
        transform/temporal.py transform/ranges.py transform/guidance.py transform/head.py
-       transform/reclaim.py transform/accounting.py transform/state.py transform/note_nudge.py wire/anthropic.py wire/openai.py
+       transform/reclaim.py transform/accounting.py transform/state.py transform/note_nudge.py
+       transform/tags.py wire/anthropic.py wire/openai.py
        wire/opencode.py wire/pi.py wire/responses.py)
 MODULES=("$@")
 [ ${#MODULES[@]} -eq 0 ] && MODULES=("${ORDER[@]}")
