@@ -475,3 +475,24 @@ def test_read_range_returns_every_field(conn) -> None:
     raw.sync(conn, pk, history, now_ms=77)
     assert raw.read_range(conn, pk, 1, 1) == [raw.StoredMessage(1, "m1", history[1].role, history[1].raw,
                                                                 content_hash(history[1].raw), 77)]
+
+
+def test_two_edits_under_known_ids_in_one_sync(conn):
+    pk = new_session(conn)
+    raw.sync(conn, pk, msgs(6), now_ms=1)
+    view = [msg("m0"), msg("m1", 1), msg("m2"), msg("m3", 1), *msgs(2, start=4)]
+    result = raw.sync(conn, pk, view, now_ms=2)
+    assert (result.replaced, result.superseded, result.written) == (2, 2, 2)
+    assert result.divergences == [(raw.EDITED, 1), (raw.EDITED, 3)]
+
+
+def test_a_known_message_moved_later_is_never_the_gap_a_new_one_fills(conn):
+    """m1 moved behind m2: the new X between m0 and m2 must not take ordinal 1, which m1 still holds."""
+    pk = new_session(conn)
+    raw.sync(conn, pk, msgs(6), now_ms=1)
+    m_ = msgs(6)
+    view = [m_[0], msg("X"), m_[2], m_[1], *m_[3:]]
+    result = raw.sync(conn, pk, view, now_ms=2)
+    assert [x.ordinal for x in view] == [0, 6, 2, 1, 3, 4, 5]
+    assert result.superseded == 0 and result.divergences == [(raw.INSERTED, 6)]
+    check_consistent(conn, pk, view)
