@@ -496,3 +496,16 @@ def test_a_known_message_moved_later_is_never_the_gap_a_new_one_fills(conn):
     assert [x.ordinal for x in view] == [0, 6, 2, 1, 3, 4, 5]
     assert result.superseded == 0 and result.divergences == [(raw.INSERTED, 6)]
     check_consistent(conn, pk, view)
+
+
+def test_reads_turn_sqlite_errors_into_storage_errors(conn):
+    from magic_context.errors import StorageUnavailable
+
+    pk = new_session(conn)
+    conn.execute("DROP TABLE raw_divergences")
+    with pytest.raises(StorageUnavailable, match=r"^database error: no such table: raw_divergences$"):
+        raw.divergences(conn, pk)
+    conn.close()
+    for read in (raw.count, raw.last_ordinal, raw.first_ordinal, raw.live_index):
+        with pytest.raises(StorageUnavailable, match="closed database"):
+            read(conn, pk)
