@@ -509,3 +509,29 @@ def test_reads_turn_sqlite_errors_into_storage_errors(conn):
     for read in (raw.count, raw.last_ordinal, raw.first_ordinal, raw.live_index):
         with pytest.raises(StorageUnavailable, match="closed database"):
             read(conn, pk)
+
+
+def test_a_write_between_our_read_and_the_lock_is_planned_again(conn):
+    """Another process appends to the session after this sync read the live rows but before it took the write
+    lock: the plan is recomputed on the fresh rows (here: the other branch's message is forked away)."""
+    other = open_db()
+    try:
+        pk = new_session(conn)
+        raw.sync(conn, pk, msgs(3), now_ms=1)
+        raced = []
+
+        def race(statement: str) -> None:
+            if statement.startswith("BEGIN IMMEDIATE") and not raced:
+                raced.append(raw.sync(other, pk, [*msgs(3), msg("theirs")], now_ms=2))
+
+        conn.set_trace_callback(race)
+        ours = [*msgs(3), msg("ours")]
+        result = raw.sync(conn, pk, ours, now_ms=3)
+        conn.set_trace_callback(None)
+        assert raced and raced[0].written == 1  # the other writer's row landed at ordinal 3 first
+        assert ours[3].ordinal == 3 and result.divergences == [(raw.FORKED, 3)]
+        assert (result.superseded, result.written) == (1, 1)
+        assert [s.message_id for s in raw.read_range(conn, pk, 0, 9)] == ["m0", "m1", "m2", "ours"]
+        check_consistent(conn, pk, ours)
+    finally:
+        other.close()
