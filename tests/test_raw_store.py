@@ -535,3 +535,38 @@ def test_a_write_between_our_read_and_the_lock_is_planned_again(conn):
         check_consistent(conn, pk, ours)
     finally:
         other.close()
+
+
+def test_a_new_row_is_written_once_with_its_times_level_and_estimate(conn):
+    pk = new_session(conn)
+    calls: list[str] = []
+
+    def counting(text: str) -> int:
+        calls.append(text)
+        return len(text)
+
+    history = msgs(3)
+    for m in history:
+        m.blocks = [Block("text", text=m.raw["content"][0]["text"])]
+    history[2].digest = "given-digest"  # a codec's digest is stored as it is
+    result = raw.sync(conn, pk, history, now_ms=42, estimate=counting)
+    assert calls == ["m0 v0", "m1 v0", "m2 v0"]  # each new message estimated once, not again for the result
+    assert result.tokens == [raw.MESSAGE_OVERHEAD + 5] * 3
+    rows = conn.execute("SELECT ordinal, body, content_hash, tokens, created_at, superseded_at FROM raw_messages"
+                        " WHERE session_pk = ? ORDER BY ordinal", (pk,)).fetchall()
+    assert [tuple(r) for r in rows] == [
+        (i, zlib.compress(orjson.dumps(history[i].raw), raw.ZLIB_LEVEL),
+         "given-digest" if i == 2 else content_hash(history[i].raw), 9, 42, None) for i in range(3)]
+    assert conn.execute("SELECT updated_at FROM sessions WHERE id = ?", (pk,)).fetchone()[0] == 42
+    raw.sync(conn, pk, [*msgs(2), msg("m2", 1)], now_ms=50)
+    assert conn.execute("SELECT superseded_at FROM raw_messages WHERE session_pk = ? AND ordinal = 2 AND"
+                        " superseded_at IS NOT NULL", (pk,)).fetchone()[0] == 50
+
+
+def test_sync_maps_sqlite_errors(conn):
+    from magic_context.errors import StorageUnavailable
+
+    pk = new_session(conn)
+    conn.close()
+    with pytest.raises(StorageUnavailable, match="closed database"):
+        raw.sync(conn, pk, msgs(2), now_ms=1)
