@@ -45,6 +45,12 @@ def test_truncated_cuts_at_the_last_space_or_newline_in_the_window() -> None:
     assert drops.truncated(2, newline_last) == "[truncated §2§]\n" + "a" * 225 + " " + "b" * 10 + "…"
     space_last = "a" * 225 + "\n" + "b" * 10 + " " + "c" * 100
     assert drops.truncated(2, space_last) == "[truncated §2§]\n" + "a" * 225 + "\n" + "b" * 10 + "…"
+    two_spaces = "a" * 222 + " " + "b" * 5 + " " + "c" * 100
+    assert drops.truncated(2, two_spaces) == "[truncated §2§]\n" + "a" * 222 + " " + "b" * 5 + "…"  # the last one
+    two_newlines = "a" * 222 + "\n" + "b" * 5 + "\n" + "c" * 100
+    assert drops.truncated(2, two_newlines) == "[truncated §2§]\n" + "a" * 222 + "\n" + "b" * 5 + "…"
+    early_newline = "a" * 100 + "\n" + "b" * 200  # a newline before the window is no cut point either
+    assert drops.truncated(2, early_newline) == "[truncated §2§]\n" + early_newline[:250] + "…"
     trailing = "a" * 224 + "  " + "b" * 100  # the cut's trailing blank goes
     assert drops.truncated(2, trailing) == "[truncated §2§]\n" + "a" * 224 + "…"
 
@@ -287,3 +293,12 @@ def test_apply_strips_reasoning_only_of_the_listed_messages() -> None:
     kept = drops.apply(messages, list(by.values()), {"a3"})
     assert [b.kind for b in kept[-1].blocks] == [m.TEXT]
     assert [b.kind for b in kept[1].blocks] == [m.REASONING, m.TEXT, m.TOOL_CALL]
+
+
+def test_apply_an_orphan_output_frozen_as_an_edit_marker_goes_whole() -> None:
+    """A tag frozen as an edit marker replays on later passes; once the harness pruned the call's message the
+    output is an orphan: it is removed like any orphan (there is no call input to mark)."""
+    messages, by = tagged()
+    orphan = drop(by["c9"], MODE_EDIT_MARKER)
+    kept = drops.apply(messages, [orphan], set())
+    assert [msg.id for msg in kept] == ["u0", "a1", "r1", "r1b", "a2", "r2", "a3"]
