@@ -212,14 +212,16 @@ def plan(conn: sqlite3.Connection, session_pk: int, *, keep: int | None, emergen
     last = publish.last_compartment_end(conn, session_pk)
     first = raw_store.first_ordinal(conn, session_pk)
     start = last + 1 if last is not None else (first if first is not None else 0)
-    live = [row for row in raw_store.live_index(conn, session_pk) if row[0] >= start]
-    if not live:
+    last_live = raw_store.last_ordinal(conn, session_pk)
+    stored = raw_store.read_range(conn, session_pk, start, last_live) if last_live is not None else []
+    if not stored:
         return _Plan(boundary.Boundary(start, start - 1, None, 0, 0, 0, "no unsummarized history"), None, [])
-    stored = raw_store.read_range(conn, session_pk, start, live[-1][0])
     messages = _decode(harness, stored)
-    known = {row[0]: row[3] for row in live}
-    sizes = [known.get(msg.ordinal) or raw_store.message_tokens(msg, _estimate) for msg in messages]
+    known = [s.tokens for s in stored]
+    del stored  # the decoded messages keep what they need: a long tail is held once, not twice
+    sizes = [t or raw_store.message_tokens(msg, _estimate) for msg, t in zip(messages, known, strict=True)]
     digests, spans = chunk.digest_messages(messages, sizes, root=project_dir)
+    del messages
     items = [boundary.TailItem(d.ordinal, d.tokens, d.prompt) for d in digests]
     if keep is not None:
         bound = boundary.keep_boundary(items, spans, start=start, keep=keep)
