@@ -231,9 +231,9 @@ def _repair_pairing(messages: list[m.Message], msg_tokens: list[int], harness: s
 
 
 def _unchanged(inp: PassInput, reason: str) -> PassResult:
-    return PassResult(inp.document, {"pass": "defer", "bust": False, "reason": reason, "tokens_before": 0,
+    return PassResult(inp.document, {"pass": passes.PassKind.DEFER, "bust": False, "reason": reason, "tokens_before": 0,
                                      "tokens_after": 0, "tags": 0, "dropped": 0, "pending_drops": 0,
-                                     "historian": "idle", "ms": 0.0, "warnings": []})
+                                     "historian": passes.HistorianActivity.IDLE, "ms": 0.0, "warnings": []})
 
 
 def _decode_and_sync(conn: sqlite3.Connection, inp: PassInput, codec: Codec, pk: int, *, skim: int,
@@ -412,7 +412,7 @@ def _schedule(p: Pass, view: View, meas: Measure) -> Schedule:
     historian = _historian(p.conn, p.inp, p.hot, view.pk, messages=view.messages, msg_tokens=view.msg_tokens,
                            usage_tokens=meas.usage_tokens, limit=meas.limit.tokens, threshold=meas.threshold,
                            enabled=p.compaction and p.primary and not p.readonly and not p.inp.dry_run)
-    mutate = bust and p.compaction and (historian != "running" or meas.force or hard)
+    mutate = bust and p.compaction and (historian != passes.HistorianActivity.RUNNING or meas.force or hard)
     return Schedule(with_head, m0_meta, hard_reasons, hard, bust, historian, mutate)
 
 
@@ -587,7 +587,7 @@ def _report(p: Pass, view: View, meas: Measure, sched: Schedule, *, decisions: D
     else:
         head_now = 0
     hard, bust, decision = head_out.hard, sched.bust, meas.decision
-    pass_kind = "fold" if hard else "execute" if bust else "defer"
+    pass_kind = passes.PassKind.FOLD if hard else passes.PassKind.EXECUTE if bust else passes.PassKind.DEFER
     pending_left = pending_ops.count(p.conn, view.pk) - len(decisions.done_pending)
     report = {
         "pass": pass_kind, "bust": bust,
@@ -605,10 +605,11 @@ def _report(p: Pass, view: View, meas: Measure, sched: Schedule, *, decisions: D
 
 
 def _historian(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, pk: int, *, messages: list[m.Message],
-               msg_tokens: list[int], usage_tokens: int, limit: int, threshold: float, enabled: bool) -> str:
+               msg_tokens: list[int], usage_tokens: int, limit: int, threshold: float,
+               enabled: bool) -> passes.HistorianActivity:
     """Evaluate the historian trigger; start it (inline or detached) when it fires. Returns the report word."""
     if not enabled:
-        return "idle"
+        return passes.HistorianActivity.IDLE
     running = leases.is_live(conn, leases.historian_lease(pk), inp.now_ms)
     last_end = compartment_store.last_end(conn, pk)
     figures = history_trigger.tail_figures(messages, msg_tokens, last_end=last_end, context_limit=limit,
@@ -617,15 +618,15 @@ def _historian(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, pk: int
         usage_tokens=usage_tokens, context_limit=limit, threshold_percent=threshold, tail_tokens=figures.tokens,
         tail_messages=figures.messages, commit_clusters=figures.commit_clusters, running=running)
     if not decision.fire:
-        return "running" if running else "idle"
+        return passes.HistorianActivity.RUNNING if running else passes.HistorianActivity.IDLE
     from magic_context.history import runner
 
     if runner.inline_mode():
         runner.run_once(conn, pk, emergency=decision.emergency, now_ms=inp.now_ms)
-        return "fired"
+        return passes.HistorianActivity.FIRED
     launched = runner.launch_background(conn, pk, session_id=inp.session_id, harness=inp.harness,
                                         now_ms=inp.now_ms, timeout_ms=int(hot["historian.timeout_ms"]))
-    return "fired" if launched else "idle"
+    return passes.HistorianActivity.FIRED if launched else passes.HistorianActivity.IDLE
 
 
 def _fold(messages: list[m.Message], msg_tokens: list[int], through: int) -> tuple[list[m.Message], list[int]]:
