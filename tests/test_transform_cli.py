@@ -447,6 +447,19 @@ def test_execute_threshold_default_depends_on_the_workload(mc, isolated_dirs, do
     assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected
 
 
+def test_a_small_window_gets_the_65_percent_default_on_every_harness(mc, isolated_dirs) -> None:
+    """Below 40 000 tokens 40% of the window is mostly fixed parts, so mc would bust on most passes
+    (scheduler.SMALL_WINDOW); a configured threshold still applies as set."""
+    for limit, expected in (("39999", 65.0), ("40000", 40.0)):
+        result, _out = run(mc, envelope(PI_ARRAY, harness="pi"), "--report", "--context-limit", limit)
+        assert result.returncode == 0, result.stderr.decode()
+        assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 40\n", encoding="utf-8")
+    result, _out = run(mc, envelope(PI_ARRAY, harness="pi"), "--report", "--context-limit", "20000")
+    assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == 40.0
+
+
 def test_a_project_file_cannot_lower_the_harness_default_threshold(mc, isolated_dirs, tmp_path) -> None:
     """The project tier is raise-only for the threshold: 45 raises Pi's default (40) but may not lower the 65
     an OpenAI Chat caller gets when the user's config sets none (it compared against 40 before)."""

@@ -363,7 +363,7 @@ def _measure(p: Pass, view: View) -> Measure:
     token_threshold = None
     if isinstance(tokens_map, dict):
         token_threshold = tokens_map.get(model_key or "", tokens_map.get("default"))
-    harness_default = scheduler.default_threshold(inp.harness)  # for a model no tier sets (a map may name others)
+    harness_default = scheduler.default_threshold(inp.harness, limit.tokens)  # for a model no tier sets
     chosen = hot.set_for_model("execute_threshold_percentage", model_key)
     percent = harness_default if chosen is None else float(chosen)
     if hot.set_for_model("execute_threshold_percentage", model_key, user_only=True) is None:  # raise-only for
