@@ -171,8 +171,8 @@ def run_background(session_id: str, harness: str | None = None) -> runner.RunRes
             with atomic(conn):
                 publish.set_state(conn, pk, runner.FAILURE_KEY, {"class": "internal", "provider": None, "at": now,
                                                                  "message": f"{type(exc).__name__}: {exc}"}, now)
-                publish.set_state(conn, pk, runner.STATE_KEY, {"state": "idle", "last_run_at": now,
-                                                               "last_status": "error"}, now)
+                publish.set_state(conn, pk, runner.STATE_KEY, {"state": runner.HistorianState.IDLE, "last_run_at": now,
+                                                               "last_status": runner.RunStatus.ERROR}, now)
             return None
     finally:
         conn.close()
