@@ -178,9 +178,14 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
         if readonly:
             return _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
                               readonly=True, warnings=warnings, started=started)
+        emergency = None
         with store_db.atomic(conn, commit=not inp.dry_run):
-            return _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
-                              readonly=False, warnings=warnings, started=started)
+            try:
+                return _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
+                                  readonly=False, warnings=warnings, started=started)
+            except ContextEmergency as exc:  # commit what the pass stored (the session, its raw history, a
+                emergency = exc  # historian it started): `mc wrapup`, which exit 4 advises, works on all of it
+        raise emergency
     except sqlite3.OperationalError as exc:
         raise store_db.classify(exc) from exc
     finally:
@@ -468,10 +473,37 @@ def _decide(p: Pass, view: View, meas: Measure, sched: Schedule) -> Decisions:
             projected >= scheduler.BLOCK_PERCENT / 100 * limit.tokens:
         raise ContextEmergency(
             f"context at {meas.decision.usage_percent:.0f}% of the {limit.tokens}-token window "
-            "and nothing could be folded",
-            fix=f"run `mc wrapup --session {p.inp.session_id}` to compact older history, then retry",
-        )
+            "and nothing could be folded", fix=_emergency_fix(p, view, projected, limit.tokens, sched.historian))
     return Decisions(new_drops, done_pending, stripped)
+
+
+WRAPUP_KEEP = 20  # `mc wrapup`'s default --keep: the newest messages it leaves raw
+
+
+def _inline_historian() -> bool:
+    from magic_context.history import runner
+
+    return runner.inline_mode()
+
+
+def _emergency_fix(p: Pass, view: View, projected: int, limit: int, historian: str) -> str:
+    """Exit 4's advice, one that works (issue #14 item 2). Only compacting older history into compartments
+    frees what the drops leave (every dropped message still costs its placeholder): when that would bring
+    the request under the block band, say how — wait for the historian this pass started, or run `mc
+    wrapup` (the pass committed the history it was given, so wrapup sees all of it). Otherwise what fills
+    the window is what mc cannot shrink: the system prompt, the tools and the newest turn."""
+    session = p.inp.session_id
+    cut = accounting.savings_by_message(view.sites)  # what the drops decided so far already save
+    old = range(max(0, len(view.messages) - WRAPUP_KEEP))
+    foldable = sum(view.msg_tokens[i] - cut.get(i, 0) for i in old if view.messages[i].role != m.SYSTEM)
+    head = int(p.hot["history_budget_percentage"] * limit)  # what the compartments cost in m[0] instead
+    if projected - foldable + head >= scheduler.BLOCK_PERCENT / 100 * limit:
+        return ("the system prompt, the tool definitions and the newest turn fill it, which mc cannot shrink: "
+                "start a new session or use a model with a larger window")
+    if historian == "running" or (historian == "fired" and not _inline_historian()):
+        return (f"the historian is compacting older history now: retry once `mc status --session {session}` "
+                "no longer shows it running")
+    return f"run `mc wrapup --session {session}` to compact older history, then retry"
 
 
 def _apply(p: Pass, view: View, meas: Measure, decisions: Decisions) -> Served:
