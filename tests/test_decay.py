@@ -150,3 +150,53 @@ def test_assign_tiers_matches_tier_for(imps, budget):
     assert all(1 <= t <= 5 for t in tiers)
     if imps:
         assert tiers[-1] == 1
+
+
+def test_clamp_importance_bounds():
+    assert [decay.clamp_importance(v) for v in (-7, 0, 1, 2, 50.5, 99, 100, 101, 500)] == [
+        1, 1, 1, 2, 50.5, 99, 100, 100, 100]
+    assert decay.clamp_importance(None) == decay.DEFAULT_IMPORTANCE == 50
+
+
+# (index, pressure) at importance 50 whose age in half-lives, (index − 1) · p / 24, is exactly a boundary.
+EXACT_BOUNDARIES = [(10, 0.536, decay.Z1), (3, 8.748, decay.Z2), (3, 15.864, decay.Z3), (4, 20.696, decay.Z4)]
+
+
+@pytest.mark.parametrize(("index", "p", "z"), EXACT_BOUNDARIES)
+def test_a_boundary_belongs_to_the_older_tier(index, p, z):
+    """Z1..Z4 are lower-inclusive for the older tier: z == Z_k renders at P(k+1), a hair less at P(k)."""
+    assert decay._age_in_half_lives(index, 50, p) == z  # the vector really sits on the boundary
+    older = decay.Z.index(z) + 2
+    assert decay.base_tier(index, 50, p) == older
+    assert decay.base_tier(index, 50, p * (1 - 1e-9)) == older - 1
+    assert tier_for(index, 50, p) == (decay.ARCHIVED if older == 5 else older)  # z == Z4 is archived
+    assert tier_for(index, 50, p * (1 - 1e-9)) == older - 1
+
+
+def test_base_tier_is_at_most_p5_and_ignores_the_overlap_cap():
+    assert decay.base_tier(10_000, 50, 1.0) == decay.ARCHIVED == 5
+    assert decay.base_tier(64, 50, 1.0) == 5 and tier_for(64, 50, 1.0, overlap=1.0) == 4
+
+
+def test_overlap_counts_at_most_one():
+    """An overlap above 1 extends the archive boundary by G half-lives, no more (index 112 is z = 4.625)."""
+    assert tier_for(64 + 2 * 24, 50, 1.0, overlap=2.0) == 5
+    assert tier_for(64 + 2 * 24 - 1, 50, 1.0, overlap=2.0) == 4
+
+
+def test_rows_as_objects_and_as_sqlite_rows_without_the_optional_columns():
+    """Rows may be plain objects or sqlite3.Row; `legacy` and `content` are optional in both."""
+    import sqlite3
+    from types import SimpleNamespace
+
+    importances = [100] + [50] * 15
+    objects = [SimpleNamespace(importance=imp) for imp in importances]
+    assert assign_tiers(objects, 1000) == VECTORS[1][2]
+    legacy = SimpleNamespace(importance=None, legacy=1, content="x\nU: keep")
+    assert assign_tiers([legacy, *objects], 1000) == [3, *VECTORS[1][2]]
+
+    conn = sqlite3.connect(":memory:")
+    conn.row_factory = sqlite3.Row
+    conn.execute("CREATE TABLE c (importance INTEGER)")
+    conn.executemany("INSERT INTO c VALUES (?)", [(imp,) for imp in importances])
+    assert assign_tiers(conn.execute("SELECT importance FROM c").fetchall(), 1000) == VECTORS[1][2]

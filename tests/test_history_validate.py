@@ -252,3 +252,122 @@ def test_stored_compartments():
         validate_stored_compartments([(2, 5)])
     with pytest.raises(HistorianValidationError, match="invalid range"):
         validate_stored_compartments([(1, 0)])
+
+
+# --- exact messages, codes and boundaries (mutation survivors) -----------------------------
+
+P_TAGS = "<p1>…</p1><p2>…</p2><p3>…</p3><p4>…</p4>"
+MESSAGES = [
+    (("<output><facts></facts></output>", 1, 10, {}), "no_compartments", False,
+     "Historian returned no usable compartments"),
+    (('<output><compartments><compartment start="1" end="4" title="x"><p1>cut', 1, 9, {}), "no_compartments", True,
+     "Historian returned no usable compartments (the output was cut off before the first </compartment>)"),
+    ((fixture("truncated.xml"), 1, 20, {}), "truncated", True,
+     "the output was cut off after compartment 6-9 (missing closing tags); return the full XML, shorter, and mark "
+     "anything left with <unprocessed_from>"),
+    ((output(comp(1, 4), comp(5, 9, p1=" ")), 1, 20, {}), "missing_p1", False,
+     "compartment 2 (5-9) is missing the tiered paraphrase structure (p1..p4); re-emit it with all four tiers "
+     + P_TAGS),
+    ((output(comp(5, 3), unprocessed=6), 1, 20, {}), "invalid_range", False,
+     "compartment 1 (5-3) has an invalid range: end is before start"),
+    ((output(comp(1, 25)), 1, 20, {}), "outside_chunk", False, "compartment 1 (1-25) is outside the chunk 1-20"),
+    ((output(comp(1, 6), comp(5, 9), unprocessed=10), 1, 20, {}), "overlap", False,
+     "overlap before message 7: compartment 2 (5-9) starts inside the previous compartment; compartments must not "
+     "overlap"),
+    ((output(comp(1, 4), comp(6, 9), unprocessed=10), 1, 20, {}), "gap", False,
+     "gap before message 6 (expected 5): messages 5-5 contain narrative and must belong to a compartment"),
+    ((output(comp(1, 8)), 1, 20, {}), "uncovered", False,
+     "output left uncovered messages 9-20 without <unprocessed_from>; cover them or end with "
+     "<unprocessed_from>9</unprocessed_from>"),
+    ((output(comp(1, 8), unprocessed=40), 1, 20, {}), "unprocessed_from", False,
+     "<unprocessed_from> 40 is outside chunk 1-20"),
+    ((output(comp(1, 8), unprocessed=11), 1, 20, {}), "unprocessed_from", False,
+     "<unprocessed_from> 11 does not match the next uncovered message 9"),
+    ((output(comp(3, 8), unprocessed=3), 3, 20, {}), "unprocessed_from", False,  # the chunk start is inside
+     "<unprocessed_from> 3 does not match the next uncovered message 9"),
+    ((output(comp(1, 8), unprocessed=9), 1, 20, {"tool_arcs": [(8, 25)]}), "arc_split", False,
+     "the terminal boundary after message 8 splits a completed tool call/result arc; end the last compartment "
+     "after the tool result"),
+]
+
+
+@pytest.mark.parametrize(("given", "code", "truncated", "message"), MESSAGES)
+def test_each_rule_fails_with_its_exact_message(given, code, truncated, message):
+    text, start, end, kw = given
+    err = fails(text, start, end, code, **kw)
+    assert (err.message, err.truncated) == (message, truncated)
+
+
+def test_the_error_defaults():
+    err = HistorianValidationError("plain")
+    assert (err.message, err.code, err.truncated) == ("plain", "invalid", False)
+
+
+def test_single_message_tool_only_gaps_are_healed():
+    """A gap of one tool-only message, leading, between compartments or trailing, is healed like a longer one."""
+    result = validate_historian_output(output(comp(2, 4), comp(6, 9)), 1, 10, tool_only={1, 5, 10}, emergency=True)
+    assert ranges(result) == [(1, 5), (6, 10)]
+    assert result.healed_gaps == ((1, 1), (5, 5), (10, 10))
+
+
+def test_terminal_extension_edges():
+    # an arc whose result is the chunk's last message is followed
+    ended = validate_historian_output(output(comp(1, 8), unprocessed=9), 1, 10, tool_arcs=[(8, 10)])
+    assert (ranges(ended), ended.terminal_extended_to, ended.unprocessed_from) == ([(1, 10)], 10, 11)
+    # a result right after the boundary is followed; a reversed pair is read as (call, result)
+    for arcs in ([(8, 9)], [(9, 8)]):
+        next_one = validate_historian_output(output(comp(1, 8), unprocessed=9), 1, 20, tool_arcs=arcs)
+        assert (ranges(next_one), next_one.terminal_extended_to, next_one.unprocessed_from) == ([(1, 9)], 9, 10)
+    # an arc that starts after the boundary is not crossing it
+    after = validate_historian_output(output(comp(1, 8), unprocessed=9), 1, 20, tool_arcs=[(9, 12)])
+    assert (ranges(after), after.terminal_extended_to, after.unprocessed_from) == ([(1, 8)], None, 9)
+
+
+def test_one_uncovered_message_at_the_chunk_end():
+    fails(output(comp(1, 19)), 1, 20, "uncovered")
+    claimed = validate_historian_output(output(comp(1, 19), unprocessed=21), 1, 20)
+    assert claimed.unprocessed_from == 20
+    assert claimed.warnings == ("<unprocessed_from> claimed the chunk was done but 20-20 are uncovered",)
+
+
+def test_unprocessed_from_at_the_chunk_end_bounds_the_trailing_heal():
+    result = validate_historian_output(output(comp(1, 17), unprocessed=20), 1, 20, tool_only={18, 19, 20})
+    assert (ranges(result), result.healed_gaps, result.unprocessed_from) == ([(1, 19)], ((18, 19),), 20)
+
+
+def test_an_arc_starting_at_the_boundary_does_not_stop_discard_last():
+    """Discarding after message 10 splits only an arc whose call is at or before 10."""
+    result = validate_historian_output(fixture("discard_last.xml"), 1, 20, tool_arcs=[(11, 12)])
+    assert result.discarded is not None and ranges(result) == [(1, 10)]
+
+
+def test_discard_last_drops_primers_anchored_in_it_or_unanchored_and_keeps_only_the_first():
+    primers = ("<primer_candidates><primer at_compartment=\"{}\">Q one?</primer>"
+               "<primer at_compartment=\"5\">Q two?</primer></primer_candidates>")
+    for anchor in (11, 19):
+        text = output(comp(1, 10), comp(11, 19), unprocessed=20, tail=primers.format(anchor))
+        assert validate_historian_output(text, 1, 20).primer is None  # the first is dropped, the second never kept
+        kept = validate_historian_output(text, 1, 20, emergency=True).primer
+        assert kept is not None and kept.question == "Q one?"
+    text = output(comp(1, 10), comp(11, 19), unprocessed=20, tail=primers.format(10))
+    assert validate_historian_output(text, 1, 20).primer.question == "Q one?"
+    unanchored = output(comp(1, 10), comp(11, 19), unprocessed=20,
+                        tail="<primer_candidates><primer>Q?</primer></primer_candidates>")
+    assert validate_historian_output(unanchored, 1, 20).primer is None
+    assert validate_historian_output(unanchored, 1, 20, emergency=True).primer.question == "Q?"
+
+
+@pytest.mark.parametrize(("given", "kept"), [("0", 1), ("1", 1), ("2", 2), ("100", 100), ("101", 100)])
+def test_importance_is_clamped_to_1_100(given, kept):
+    result = validate_historian_output(output(comp(1, 4, importance=given), unprocessed=5), 1, 20)
+    assert result.compartments[0].importance == kept
+
+
+def test_stored_compartments_exact_failures():
+    cases = [([(2, 5)], "gap", "gap before message 2 (saw 2-5, expected 1)"),
+             ([(1, 5), (4, 8)], "overlap", "overlap before message 6 (saw 4-8, expected 6)"),
+             ([(1, 0)], "invalid_range", "invalid range 1-0")]
+    for rows, code, message in cases:
+        with pytest.raises(HistorianValidationError) as info:
+            validate_stored_compartments(rows)
+        assert (info.value.code, info.value.message, info.value.truncated) == (code, message, False)

@@ -78,6 +78,7 @@ class StrategyRun:
             out["compaction"] = {"profile": p.name, "trigger": p.trigger, "tail": p.tail,
                                  "summary_tokens": p.summary_tokens, "summary_cached": p.summary_cached,
                                  "tail_users_only": p.users_only, "source": p.source,
+                                 "unmeasured": list(p.unmeasured),
                                  "summary_text": "extractive (the replay calls no model; its size is the "
                                                  "profile's)"}
         out["retention"] = self.retention.summary()

@@ -296,6 +296,17 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     return PassResult(build_output(inp, messages_out, system_out), report, warnings, last_ordinal)
 
 
+def _protected_count(p: Pass) -> int:
+    """The newest tags a reclaim spares: the config's, else the harness's workload default; a value only the
+    untrusted project file sets may raise that default, never lower it."""
+    default = scheduler.default_protected_tags(p.inp.harness)
+    chosen = p.hot.set_for_model("protected_tags", None)
+    count = default if chosen is None else int(chosen)
+    if p.hot.set_for_model("protected_tags", None, user_only=True) is None:
+        count = max(count, default)
+    return count
+
+
 def _protection(sites: list[tagger.Site], protected_count: int) -> tuple[dict[int, tagger.Site], int, int]:
     """(sites by tag number, first protected tag number, newest active tag number)."""
     by_number = {s.tag.number: s for s in sites}
@@ -331,7 +342,7 @@ def _view(p: Pass) -> View:
         new_tags = []
     else:
         sites, new_tags = [], []
-    by_number, protected_from, newest = _protection(sites, int(p.hot["protected_tags"]))
+    by_number, protected_from, newest = _protection(sites, _protected_count(p))
     return View(pk, project_id, state, counter, all_messages, sync, fold_through, messages, msg_tokens, known,
                  sites, new_tags, by_number, protected_from, newest, previews)
 
@@ -352,10 +363,11 @@ def _measure(p: Pass, view: View) -> Measure:
     token_threshold = None
     if isinstance(tokens_map, dict):
         token_threshold = tokens_map.get(model_key or "", tokens_map.get("default"))
-    percent = float(hot.for_model("execute_threshold_percentage", model_key)) \
-        if "execute_threshold_percentage" in hot.explicit else scheduler.default_threshold(inp.harness)
-    if "execute_threshold_percentage" not in hot.user_set:  # raise-only for the untrusted project file: it may
-        percent = max(percent, scheduler.default_threshold(inp.harness))  # raise the harness default, never lower it
+    harness_default = scheduler.default_threshold(inp.harness)  # for a model no tier sets (a map may name others)
+    chosen = hot.set_for_model("execute_threshold_percentage", model_key)
+    percent = harness_default if chosen is None else float(chosen)
+    if hot.set_for_model("execute_threshold_percentage", model_key, user_only=True) is None:  # raise-only for
+        percent = max(percent, harness_default)  # the untrusted project file: raise the harness default, never lower
     threshold = scheduler.threshold_percent(float(percent), token_threshold, limit.tokens)
     ttl = duration_ms(str(hot.for_model("cache_ttl", model_key)))
 
@@ -411,7 +423,7 @@ def _refold(p: Pass, view: View) -> View:
         return view
     messages, msg_tokens = _fold(view.messages, view.msg_tokens, int(folded))
     sites, _, _ = tagger.assign(messages, view.known, view.counter, _estimate)
-    by_number, protected_from, _newest = _protection(sites, int(p.hot["protected_tags"]))
+    by_number, protected_from, _newest = _protection(sites, _protected_count(p))
     return View(view.pk, view.project_id, view.state, view.counter, view.all_messages, view.sync, int(folded),
                  messages, msg_tokens, view.known, sites, view.new_tags, by_number, protected_from, view.newest,
                  view.previews)

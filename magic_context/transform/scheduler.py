@@ -96,6 +96,21 @@ def default_threshold(harness: str) -> float:
     return AUTONOMOUS_THRESHOLD if harness in AUTONOMOUS_HARNESSES else DEFAULT_THRESHOLD
 
 
+# The newest tags a reclaim spares when the config sets none, by the same workload proxy (bench/sweep.md,
+# "Autonomous runs"): an autonomous run's turns are one call and one output each, so 20 tags are its last
+# ten steps, which in the 6-22k windows of the mini-swe-agent replays is most of the request: an execute
+# pass found nothing to drop and the request kept growing to the historian's backstop. Sparing the newest
+# 5 took mc from 0.77 to 0.71 (django, 22k) and 0.97 to 0.79 (sqlfluff, 10k) of Codex's compaction with
+# retention within 1 point. Interactive sessions keep 20 (the user's recent turns).
+DEFAULT_PROTECTED_TAGS: Final = 20
+AUTONOMOUS_PROTECTED_TAGS: Final = 5
+
+
+def default_protected_tags(harness: str) -> int:
+    """The protected tag count for `harness` when the config sets none (see DEFAULT_PROTECTED_TAGS)."""
+    return AUTONOMOUS_PROTECTED_TAGS if harness in AUTONOMOUS_HARNESSES else DEFAULT_PROTECTED_TAGS
+
+
 def threshold_percent(percent: float, tokens_threshold: int | None, limit: int) -> float:
     """The effective execute threshold in percent (a token threshold overrides the percentage)."""
     if tokens_threshold:
@@ -135,15 +150,18 @@ def decide(
 
 __all__ = [
     "AUTONOMOUS_HARNESSES",
+    "AUTONOMOUS_PROTECTED_TAGS",
     "AUTONOMOUS_THRESHOLD",
     "BLOCK_PERCENT",
     "DEFAULT_LIMIT",
+    "DEFAULT_PROTECTED_TAGS",
     "DEFAULT_THRESHOLD",
     "FORCE_PERCENT",
     "Decision",
     "Limit",
     "builtin_limit",
     "decide",
+    "default_protected_tags",
     "default_threshold",
     "resolve_limit",
     "threshold_percent",
