@@ -205,3 +205,36 @@ def test_m1_judges_new_memories_at_m0s_materialization_time(conn: sqlite3.Connec
     assert "port is 8080" in text and len(visible) == 1
     marks["materialized_at"] = NOW + 2 * day
     assert head.render_m1(conn, c, marks) == (render.M1_PLACEHOLDER, [])
+
+
+def test_m1_forces_a_restored_or_replacement_memory_m0_never_showed(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """Memories older than m[0]'s watermark are not "new", yet one restored after m[0], or one that now replaces a
+    memory m[0] showed, must appear in <new-memories>: otherwise the agent sees it nowhere."""
+    pk = session(conn)
+    gone = engine.add(conn, PID, "archived before m0", "NAMING", now_ms=NOW).memory["id"]
+    small = engine.add(conn, PID, "small", "NAMING", now_ms=NOW).memory["id"]
+    big = engine.add(conn, PID, "big " * 400, "NAMING", now_ms=NOW).memory["id"]  # over m[0]'s budget
+    stays = engine.add(conn, PID, "kept as is", "NAMING", now_ms=NOW).memory["id"]
+    engine.archive(conn, [gone], now_ms=NOW)
+    c = ctx(pk, tmp_path, include_memory=True, memory_budget=60)
+    _, marks = head.render_m0(conn, c)
+    assert marks["memory_ids"] == [small, stays] and marks["max_memory_id"] == stays
+    engine.restore(conn, gone, now_ms=NOW + 1)
+    merged = engine.merge(conn, [big, small], now_ms=NOW + 1)  # big's text: big survives, small is superseded
+    assert merged.memory["id"] == big
+    text, visible = head.render_m1(conn, c, marks)
+    assert text == (
+        "<session-history-since>\n<memory-updates>\nThese memories changed since the snapshot below — trust these:\n"
+        f'  <superseded id="{small}" by="{big}"/>\n</memory-updates>\n'
+        f"<new-memories>\n<NAMING>\n#{gone}: archived before m0\n#{big}: {'big ' * 399}big\n</NAMING>\n"
+        "</new-memories>\n</session-history-since>")
+    assert visible == sorted([gone, big, stays])
+
+
+def test_m1_new_memories_get_a_quarter_of_the_memory_budget(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    pk = session(conn)
+    c = ctx(pk, tmp_path, include_memory=True, memory_budget=400)  # m[1]: 100 tokens of new memories
+    _, marks = head.render_m0(conn, c)
+    ids = [engine.add(conn, PID, f"fact {i} " + "word " * 40, "NAMING", now_ms=NOW).memory["id"] for i in range(3)]
+    text, visible = head.render_m1(conn, c, marks)
+    assert visible == ids[:1] and f"#{ids[0]}: fact 0" in text and "fact 1" not in text
