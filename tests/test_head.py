@@ -214,12 +214,14 @@ def test_m1_forces_a_restored_or_replacement_memory_m0_never_showed(conn: sqlite
     gone = engine.add(conn, PID, "archived before m0", "NAMING", now_ms=NOW).memory["id"]
     small = engine.add(conn, PID, "small", "NAMING", now_ms=NOW).memory["id"]
     big = engine.add(conn, PID, "big " * 400, "NAMING", now_ms=NOW).memory["id"]  # over m[0]'s budget
+    unseen = engine.add(conn, PID, "unseen " * 400, "NAMING", now_ms=NOW).memory["id"]  # over the budget too
     stays = engine.add(conn, PID, "kept as is", "NAMING", now_ms=NOW).memory["id"]
     engine.archive(conn, [gone], now_ms=NOW)
     c = ctx(pk, tmp_path, include_memory=True, memory_budget=60)
     _, marks = head.render_m0(conn, c)
     assert marks["memory_ids"] == [small, stays] and marks["max_memory_id"] == stays
     engine.restore(conn, gone, now_ms=NOW + 1)
+    engine.edit(conn, unseen, content="still unseen " * 400, now_ms=NOW + 1)  # an edit m[0] never showed: not forced
     merged = engine.merge(conn, [big, small], now_ms=NOW + 1)  # big's text: big survives, small is superseded
     assert merged.memory["id"] == big
     text, visible = head.render_m1(conn, c, marks)
@@ -238,3 +240,4 @@ def test_m1_new_memories_get_a_quarter_of_the_memory_budget(conn: sqlite3.Connec
     ids = [engine.add(conn, PID, f"fact {i} " + "word " * 40, "NAMING", now_ms=NOW).memory["id"] for i in range(3)]
     text, visible = head.render_m1(conn, c, marks)
     assert visible == ids[:1] and f"#{ids[0]}: fact 0" in text and "fact 1" not in text
+
