@@ -173,3 +173,8 @@ def test_served_tokens_drop_emptied_messages_and_stripped_reasoning() -> None:
     assert accounting.served_tokens(messages, sizes, sites, stripped={"a2"}) == 80  # no cache: nothing known
     assert accounting.served_tokens(messages, sizes, sites, stripped=set(), reasoning={"a2": 5}) == 80
     assert accounting.served_tokens(messages, sizes, sites, stripped={"a2"}, reasoning={"a2": 500}) == 10
+
+
+def test_plan_takes_a_one_token_saving_by_default() -> None:
+    tiny = [text(1, 9, m.ASSISTANT, index=0), text(2, 50, m.USER, index=1)]  # saves 9 - 8 = 1; index 1 is live
+    assert picked(reclaim.plan(tiny, 100, 0, 99, include_protected=False)) == [(1, "placeholder", "reclaim")]
