@@ -28,13 +28,19 @@ declare -A TESTS=(
   [history/decay.py]="tests/test_decay.py"
   [history/validate.py]="tests/test_history_validate.py"
   [store/raw.py]="tests/test_raw_store.py"
-  [transform/drops.py]="tests/test_transform_units.py"
-  [transform/tagger.py]="tests/test_transform_units.py"
-  [transform/scheduler.py]="tests/test_transform_units.py"
-  [transform/nudges.py]="tests/test_transform_units.py"
-  [transform/temporal.py]="tests/test_transform_units.py"
-  [transform/ranges.py]="tests/test_transform_units.py"
-  [transform/guidance.py]="tests/test_transform_units.py"
+  [transform/drops.py]="tests/test_transform_units.py tests/test_drops.py"
+  [transform/tagger.py]="tests/test_transform_units.py tests/test_tagger.py"
+  [transform/scheduler.py]="tests/test_transform_units.py tests/test_scheduler.py"
+  [transform/nudges.py]="tests/test_transform_units.py tests/test_nudges.py"
+  [transform/temporal.py]="tests/test_transform_units.py tests/test_transform_pure.py"
+  [transform/ranges.py]="tests/test_transform_units.py tests/test_transform_pure.py"
+  [transform/guidance.py]="tests/test_transform_units.py tests/test_transform_pure.py"
+  [transform/head.py]="tests/test_head.py tests/test_memory_head.py"
+  [transform/reclaim.py]="tests/test_reclaim_accounting.py tests/test_transform_units.py"
+  [transform/accounting.py]="tests/test_reclaim_accounting.py tests/test_transform_units.py"
+  [transform/state.py]="tests/test_session_state_and_note_nudge.py"
+  [transform/tags.py]="tests/test_tag_rows.py"
+  [transform/note_nudge.py]="tests/test_session_state_and_note_nudge.py tests/test_memory_head.py"
   [wire/anthropic.py]="tests/test_wire_anthropic.py"
   [wire/openai.py]="tests/test_wire_openai.py"
   [wire/opencode.py]="tests/test_wire_opencode.py"
@@ -43,7 +49,9 @@ declare -A TESTS=(
 )
 ORDER=(config/trust.py transform/heuristics.py wire/arcs.py replay/cost.py history/decay.py history/validate.py
        store/raw.py transform/drops.py transform/tagger.py transform/scheduler.py transform/nudges.py
-       transform/temporal.py transform/ranges.py transform/guidance.py wire/anthropic.py wire/openai.py
+       transform/temporal.py transform/ranges.py transform/guidance.py transform/head.py
+       transform/reclaim.py transform/accounting.py transform/state.py transform/note_nudge.py
+       transform/tags.py wire/anthropic.py wire/openai.py
        wire/opencode.py wire/pi.py wire/responses.py)
 MODULES=("$@")
 [ ${#MODULES[@]} -eq 0 ] && MODULES=("${ORDER[@]}")

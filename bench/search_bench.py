@@ -199,6 +199,21 @@ print(json.dumps({"times": times, "count": conn.execute("SELECT count(*) FROM me
 """
 
 
+def sync_sidecars(db_path: Path) -> None:
+    """Write the memory-mapped vector files as the background publish's embedding step would
+    (`indexer.embed_session` → `vectorfile.sync`): the scaled databases get their vectors by SQL, not by it."""
+    from magic_context.search import vectorfile
+    from magic_context.store.db import open_db
+
+    conn = open_db(str(db_path))
+    try:
+        for kind, scope, model in conn.execute("SELECT DISTINCT kind, scope, model_id FROM embeddings "
+                                               "WHERE kind IN ('msgblock', 'compartment')").fetchall():
+            vectorfile.sync(conn, kind, scope, model)
+    finally:
+        conn.close()
+
+
 def latency(db_path: Path, queries: list[str], provider: str) -> dict[str, Any]:
     """Per-query ms in a fresh process; the first includes imports, opening the database and loading the model."""
     argv = [sys.executable, "-c", LATENCY_CHILD, str(REPO), str(db_path), provider, json.dumps(queries)]
@@ -214,6 +229,7 @@ def latency(db_path: Path, queries: list[str], provider: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument("--latency-only", action="store_true", help="skip the recall tables")
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--only", help="run only the question file whose name contains this")
     parser.add_argument("--verbose", action="store_true", help="print each miss")
@@ -232,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         db_path = ensure_db(spec, args.rebuild)
         first_db = first_db or db_path
         all_queries += [q["q"] for q in spec["questions"]]
-        for provider in ("off", "local"):
+        for provider in () if args.latency_only else ("off", "local"):
             rows = evaluate(db_path, spec, provider)["rows"]
             s, ex = summarize(rows), summarize(rows, ("exact",))
             pa, de = summarize(rows, ("paraphrase",)), summarize(rows, ("decision", "first"))
@@ -248,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---|---|---|---|")
         for size in (10_000, 100_000):
             scaled = scaled_db(first_db, size)
+            sync_sidecars(scaled)
             for provider in ("off", "local"):
                 lat = latency(scaled, all_queries, provider)
                 print(f"| {lat['messages']:,} | {provider} | {lat['n']} | {lat['first']:.0f} | {lat['p50']:.1f} | "

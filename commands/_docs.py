@@ -1,9 +1,11 @@
 """Docs from the command tree: one walk of the Typer/Click commands yields every command, its flags, help and
-examples. The README's command table is generated from it; tests check every command and flag is documented;
-shell completions and man pages are to be generated from the same walk.
+examples. The README's command table, the man page and the bash completion (`commands._artifacts`) are
+generated from it; tests check every command and flag is documented.
 
-    python -m commands._docs --update-readme   # rewrite the table between the README markers
-    python -m commands._docs --check           # exit 1 when the README's table is stale
+    python -m commands._docs --update-readme     # rewrite the table between the README markers
+    python -m commands._docs --check             # exit 1 when the README's table is stale
+    python -m commands._docs --man DIR           # write DIR/mc.1
+    python -m commands._docs --completion bash   # print the bash (and zsh, via bashcompinit) completion
 """
 
 from __future__ import annotations
@@ -139,9 +141,14 @@ def updated_readme(text: str, table: str) -> str:
     return text[:start + len(BEGIN)] + "\n" + table + "\n" + text[end:]
 
 
+USAGE = "usage: python -m commands._docs --update-readme | --check | --man DIR | --completion bash"
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] in ("--man", "--completion"):
+        return _artifact(argv[0], argv[1])
     if argv not in (["--update-readme"], ["--check"]):
-        print("usage: python -m commands._docs --update-readme | --check", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return 2
     text = README.read_text(encoding="utf-8")
     fresh = updated_readme(text, readme_table(walk()))
@@ -152,6 +159,24 @@ def main(argv: list[str]) -> int:
         return 0
     if fresh != text:
         README.write_text(fresh, encoding="utf-8")
+    return 0
+
+
+def _artifact(kind: str, value: str) -> int:
+    from commands import _artifacts
+    from commands.app import build_command
+
+    root = build_command()
+    if kind == "--completion":
+        if value != "bash":
+            print(f"--completion: only bash is generated (zsh: bashcompinit), not {value!r}", file=sys.stderr)
+            return 2
+        sys.stdout.write(_artifacts.bash_completion(walk(root), root))
+        return 0
+    target = Path(value)
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "mc.1").write_text(_artifacts.man_page(walk(root), root), encoding="utf-8")
+    print(f"wrote {target / 'mc.1'}", file=sys.stderr)
     return 0
 
 

@@ -35,11 +35,6 @@ def envelope(command: str, data: Any, errors: list[str] | None = None,
     }
 
 
-def print_json(command: str, data: Any, errors: list[str] | None = None) -> None:
-    """Print an envelope for data that is not (yet) a `Result` (see `emit`)."""
-    _write(envelope(command, data, errors))
-
-
 def _write(document: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(document, indent=2, sort_keys=True, default=str) + "\n")
     sys.stdout.flush()
@@ -85,4 +80,4 @@ def warn(text: str) -> None:
     err_console().print(f"[yellow]warning:[/yellow] {text}", markup=True)
 
 
-__all__ = ["console", "emit", "envelope", "err_console", "note", "print_json", "warn"]
+__all__ = ["console", "emit", "envelope", "err_console", "note", "warn"]

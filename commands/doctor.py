@@ -9,8 +9,6 @@ import typer
 
 from commands import _output
 
-_STYLE = {"ok": "[green]ok[/green]", "warn": "[yellow]warn[/yellow]", "fail": "[red]fail[/red]"}
-
 
 def doctor(
     fix: bool = typer.Option(False, "--fix", help="Repair what can be repaired (create dirs, migrate), then re-check."),
@@ -61,8 +59,10 @@ def doctor(
 def _render(outcomes, counts) -> None:
     from rich.table import Table
 
+    from magic_context.doctor.registry import Status
     from magic_context.log import redact
 
+    style = {Status.OK: "[green]ok[/green]", Status.WARN: "[yellow]warn[/yellow]", Status.FAIL: "[red]fail[/red]"}
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("check")
     table.add_column("status")
@@ -71,7 +71,7 @@ def _render(outcomes, counts) -> None:
         detail = outcome.result.detail
         if outcome.fixed:
             detail += f" (fixed: {outcome.fixed})"
-        table.add_row(outcome.check.name, _STYLE[outcome.result.status.value], redact(detail))
+        table.add_row(outcome.check.name, style[outcome.result.status], redact(detail))
         for item in outcome.result.items:
             table.add_row("", "", f"  • {redact(str(item))}")
     out = _output.console()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from commands import _output
+from magic_context.results import Result
 
 
 def expand(
@@ -25,8 +26,8 @@ def expand(
     """
     from magic_context.errors import BadInput
     from magic_context.store import db
+    from magic_context.store.sessions import find_session
     from magic_context.tools import expand as engine
-    from magic_context.tools.reduce import find_session
 
     chosen = [name for name, value in (("--tag", tag), ("--message", message), ("--range", range_))
               if value is not None]
@@ -46,12 +47,13 @@ def expand(
             result = engine.expand_message(conn, pk, ordinal)
     finally:
         conn.close()
-    if as_json:
-        _output.print_json("expand", result.as_dict())
-        return
+    _output.emit(result.to_result(), as_json=as_json, human=_text)
+
+
+def _text(result: Result) -> None:
     import sys
 
-    sys.stdout.write(result.text + "\n")
+    sys.stdout.write(result.data["text"] + "\n")
 
 
 def register(app: typer.Typer) -> None:

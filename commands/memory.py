@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from typing import Any
 import typer
 
 from commands import _output
+from magic_context.results import Result
 
 memory_app = typer.Typer(no_args_is_help=True, help="Project memories: durable facts shown to the agent in m[0].")
 
@@ -50,11 +51,14 @@ def _db() -> Iterator[Any]:
         conn.close()
 
 
-def _show(as_json: bool, command: str, data: dict[str, Any], human: Callable[[], None]) -> None:
-    if as_json:
-        _output.print_json(f"memory {command}", data)
-    else:
-        human()
+def _say(result: Result) -> None:
+    """Human output of a write: its message."""
+    _output.console().print(result.data["message"], markup=False)
+
+
+def _changed(verb: str, result: Result) -> None:
+    row = result.data["memory"]
+    _output.console().print(f"{verb} memory [ID: {row['id']}] in {row['category']}.", markup=False)
 
 
 def _table(rows: list[dict[str, Any]]) -> None:
@@ -92,7 +96,7 @@ def list_(
       mc memory list
       mc memory list --status all --json
     """
-    from magic_context.memory import engine, model
+    from magic_context.memory import engine, model, reports
 
     statuses = None
     if status:
@@ -103,8 +107,7 @@ def list_(
         rows = engine.list_memories(conn, pid, statuses=statuses, category=category,
                                     expired=True if expired else (None if statuses else False), limit=limit,
                                     now_ms=now)
-    public = [engine.public(r, now_ms=now) for r in rows]
-    _show(as_json, "list", {"project_id": pid, "count": len(public), "memories": public}, lambda: _table(public))
+    _output.emit(reports.listed(pid, rows, now_ms=now), as_json=as_json, human=lambda r: _table(r.data["memories"]))
 
 
 @memory_app.command("show")
@@ -119,22 +122,23 @@ def show(
       mc memory show 12
       mc memory show 12 --json
     """
-    from magic_context.memory import engine
+    from magic_context.memory import engine, reports
 
     with _db() as conn:
-        row = engine.public(engine.get(conn, memory_id))
+        result = reports.shown(engine.get(conn, memory_id))
+    _output.emit(result, as_json=as_json, human=_details)
 
-    def human() -> None:
-        out = _output.console()
-        out.print(f"[bold]#{row['id']}[/bold] {row['category']} ({row['status']}"
-                  + (", expired" if row["expired"] else "") + ")", markup=True)
-        out.print(row["content"], markup=False)
-        for key in ("project_id", "importance", "source_type", "source_session", "seen_count", "retrieval_count",
-                    "expires_at", "superseded_by", "merged_from", "metadata"):
-            if row.get(key) not in (None, [], ""):
-                out.print(f"  {key}: {row[key]}", markup=False)
 
-    _show(as_json, "show", {"memory": row}, human)
+def _details(result: Result) -> None:
+    row = result.data["memory"]
+    out = _output.console()
+    out.print(f"[bold]#{row['id']}[/bold] {row['category']} ({row['status']}"
+              + (", expired" if row["expired"] else "") + ")", markup=True)
+    out.print(row["content"], markup=False)
+    for key in ("project_id", "importance", "source_type", "source_session", "seen_count", "retrieval_count",
+                "expires_at", "superseded_by", "merged_from", "metadata"):
+        if row.get(key) not in (None, [], ""):
+            out.print(f"  {key}: {row[key]}", markup=False)
 
 
 @memory_app.command("add")
@@ -155,14 +159,13 @@ def add(
     Example:
       mc memory add "Never edit a landed migration" --category CONSTRAINTS
     """
-    from magic_context.memory import engine
+    from magic_context.memory import engine, reports
 
     pid = _project_id(project)
     with _db() as conn:
         result = engine.add(conn, pid, content, category, source_type=_writer(source), importance=importance,
                             permanent=permanent)
-    _show(as_json, "add", {"memory": engine.public(result.memory), "created": result.created,
-                           "message": result.message()}, lambda: _output.console().print(result.message()))
+    _output.emit(reports.added(result), as_json=as_json, human=lambda r: _output.console().print(r.data["message"]))
 
 
 @memory_app.command("edit")
@@ -181,13 +184,12 @@ def edit(
       mc memory edit 12 --content "Migrations are append-only"
       mc memory edit 12 --importance 90 --permanent
     """
-    from magic_context.memory import engine
+    from magic_context.memory import engine, reports
 
     with _db() as conn:
-        row = engine.public(engine.edit(conn, memory_id, content=content, category=category, importance=importance,
-                                        permanent=permanent))
-    _show(as_json, "edit", {"memory": row},
-          lambda: _output.console().print(f"Updated memory [ID: {row['id']}] in {row['category']}.", markup=False))
+        result = reports.edited(engine.edit(conn, memory_id, content=content, category=category,
+                                            importance=importance, permanent=permanent))
+    _output.emit(result, as_json=as_json, human=lambda r: _changed("Updated", r))
 
 
 @memory_app.command("archive")
@@ -202,14 +204,11 @@ def archive(
     Example:
       mc memory archive 12 14 --reason "no longer true"
     """
-    from magic_context.memory import engine
+    from magic_context.memory import engine, reports
 
     with _db() as conn:
-        rows = [engine.public(r) for r in engine.archive(conn, memory_ids, reason=reason)]
-    ids = ", ".join(str(r["id"]) for r in rows)
-    message = f"Archived memor{'ies' if len(rows) > 1 else 'y'} [ID: {ids}]" + (f" ({reason})." if reason else ".")
-    _show(as_json, "archive", {"memories": rows, "message": message},
-          lambda: _output.console().print(message, markup=False))
+        result = reports.archived(engine.archive(conn, memory_ids, reason=reason), reason)
+    _output.emit(result, as_json=as_json, human=_say)
 
 
 @memory_app.command("restore")
@@ -223,12 +222,11 @@ def restore(
     Example:
       mc memory restore 12
     """
-    from magic_context.memory import engine
+    from magic_context.memory import engine, reports
 
     with _db() as conn:
-        row = engine.public(engine.restore(conn, memory_id))
-    _show(as_json, "restore", {"memory": row},
-          lambda: _output.console().print(f"Restored memory [ID: {row['id']}] in {row['category']}.", markup=False))
+        result = reports.restored(engine.restore(conn, memory_id))
+    _output.emit(result, as_json=as_json, human=lambda r: _changed("Restored", r))
 
 
 @memory_app.command("merge")
@@ -244,13 +242,11 @@ def merge(
     Example:
       mc memory merge 12 14 --content "Never edit a landed migration"
     """
-    from magic_context.memory import engine
+    from magic_context.memory import engine, reports
 
     with _db() as conn:
         result = engine.merge(conn, memory_ids, content=content, source_type=_writer(source))
-    _show(as_json, "merge", {"memory": engine.public(result.memory), "superseded": result.superseded,
-                             "message": result.message()},
-          lambda: _output.console().print(result.message(), markup=False))
+    _output.emit(reports.merged(result), as_json=as_json, human=_say)
 
 
 @memory_app.command("rm")
@@ -264,13 +260,11 @@ def remove(
     Example:
       mc memory rm 12 14
     """
-    from magic_context.memory import engine
+    from magic_context.memory import engine, reports
 
     with _db() as conn:
-        removed = engine.remove(conn, memory_ids)
-    message = "Removed memor" + ("ies" if len(removed) > 1 else "y") + f" [ID: {', '.join(map(str, removed))}]."
-    _show(as_json, "rm", {"removed": removed, "message": message},
-          lambda: _output.console().print(message, markup=False))
+        result = reports.removed(engine.remove(conn, memory_ids))
+    _output.emit(result, as_json=as_json, human=_say)
 
 
 @memory_app.command("export")
@@ -286,26 +280,26 @@ def export(
       mc memory export -o memories.jsonl
       mc memory export --project ../other | mc memory import -
     """
-    import json
-
-    from magic_context.memory import transfer
+    from magic_context.memory import reports, transfer
 
     pid = _project_id(project)
     with _db() as conn:
         lines = list(transfer.export_lines(conn, pid))
+    text = "".join(line + "\n" for line in lines)
     if output is not None:
         from magic_context import paths
 
-        output.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        output.write_text(text, encoding="utf-8")
         paths.secure_file(output)
-        data: dict[str, Any] = {"project_id": pid, "count": len(lines), "path": str(output)}
-        _show(as_json, "export", data,
-              lambda: _output.note(f"exported {len(lines)} memories to {output}"))
-    elif as_json:
-        _output.print_json("memory export", {"project_id": pid, "count": len(lines),
-                                             "memories": [json.loads(line) for line in lines]})
-    else:
-        sys.stdout.write("".join(line + "\n" for line in lines))
+
+    def human(result: Result) -> None:
+        if output is not None:
+            _output.note(f"exported {result.data['count']} memories to {output}")
+        else:
+            sys.stdout.write(text)
+
+    _output.emit(reports.exported(pid, lines, str(output) if output is not None else None), as_json=as_json,
+                 human=human)
 
 
 @memory_app.command("import")
@@ -326,7 +320,7 @@ def import_(
       mc memory export --project ../other | mc memory import -
     """
     from magic_context.errors import BadInput
-    from magic_context.memory import transfer
+    from magic_context.memory import reports, transfer
 
     try:
         raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
@@ -341,11 +335,7 @@ def import_(
     with _db() as conn:
         run = transfer.import_dry_run if dry_run else transfer.import_lines
         result = run(conn, pid, text.splitlines(), now_ms=_now())
-    verb = "would import" if dry_run else "imported"
-    message = f"{verb} {result.imported} memories, {result.existing} already present"
-    _show(as_json, "import", {"project_id": pid, "imported": result.imported, "existing": result.existing,
-                              "dry_run": dry_run, "message": message},
-          lambda: _output.console().print(message, markup=False))
+    _output.emit(reports.imported(pid, result, dry_run=dry_run), as_json=as_json, human=_say)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from commands import _output
+from magic_context.results import Result
 
 note_app = typer.Typer(no_args_is_help=True, help="Notes: things to come back to, for a session or a project.")
 
@@ -29,7 +30,9 @@ def _scope(conn: Any, session: str | None, harness: str | None, project: Path | 
 
 
 def _line(note: dict[str, Any]) -> str:
-    status = "" if note["status"] in ("active", "pending") and not note["surface_condition"] else f" ({note['status']})"
+    from magic_context.memory.notes import ACTIVE, PENDING
+
+    status = "" if note["status"] in (ACTIVE, PENDING) and not note["surface_condition"] else f" ({note['status']})"
     line = f"- #{note['id']}{status} [{note['type']}]: {note['content']}"
     if note["surface_condition"]:
         line += (f"\n  Condition met: {note['ready_reason']}" if note["status"] == "ready" and note["ready_reason"]
@@ -57,7 +60,7 @@ def add(
       mc note add --session ses_abc123 "rerun the flaky proxy test before release"
       mc note add "drop the shim" --condition "when httpx 1.0 is released"
     """
-    from magic_context.memory import notes
+    from magic_context.memory import notes, reports
     from magic_context.store import db
 
     conn = db.open_db()
@@ -67,22 +70,18 @@ def add(
         note = notes.add(conn, content, project_id=pid, session_pk=pk, scope=scope, surface_condition=condition)
     finally:
         conn.close()
-    message = (f"Created smart note #{note['id']}. The dreamer will evaluate its condition:\n"
-               f"- Content: {note['content']}\n- Condition: {note['surface_condition']}"
-               if note["surface_condition"] else f"Saved {note['type']} note #{note['id']}.")
-    warnings = []
-    if note["surface_condition"]:
+    dreamer_enabled = True
+    if note["surface_condition"]:  # only a condition needs the dreamer (and the config read)
         from magic_context.config.load import load_config
 
-        if not load_config(project).config.dreamer.enabled:
-            warnings.append("the dreamer is off (dreamer.enabled = false): the condition is stored but not checked "
-                            "until it runs; the note stays pending")
-    if as_json:
-        _output.print_json("note add", {"note": note, "message": message, "warnings": warnings})
-    else:
-        _output.console().print(message, markup=False)
-        for text in warnings:
-            _output.warn(text)
+        dreamer_enabled = load_config(project).config.dreamer.enabled
+    _output.emit(reports.note_added(note, dreamer_enabled=dreamer_enabled), as_json=as_json, human=_added)
+
+
+def _added(result: Result) -> None:
+    _output.console().print(result.data["message"], markup=False)
+    for text in result.data["warnings"]:
+        _output.warn(text)
 
 
 @note_app.command("list")
@@ -102,23 +101,24 @@ def list_(
       mc note list --session ses_abc123
       mc note list --project . --json
     """
-    from magic_context.memory import notes
+    from magic_context.memory import notes, reports
     from magic_context.store import db
 
-    statuses = None if not status else list(notes.STATUSES) if "all" in status else status
+    statuses: list[str] | None = None if not status else list(notes.STATUSES) if "all" in status else status
     conn = db.open_db()
     try:
         pk, pid = _scope(conn, session, harness, project)
         rows = notes.list_notes(conn, session_pk=pk, project_id=pid, statuses=statuses, limit=limit)
     finally:
         conn.close()
-    if as_json:
-        _output.print_json("note list", {"project_id": pid, "count": len(rows), "notes": rows})
-        return
+    _output.emit(reports.notes_listed(pid, rows), as_json=as_json, human=_listing)
+
+
+def _listing(result: Result) -> None:
     out = _output.console()
-    if not rows:
+    if not result.data["notes"]:
         out.print("No notes.")
-    for row in rows:
+    for row in result.data["notes"]:
         out.print(_line(row), markup=False)
 
 
@@ -133,19 +133,15 @@ def dismiss(
     Example:
       mc note dismiss 3
     """
-    from magic_context.memory import notes
+    from magic_context.memory import notes, reports
     from magic_context.store import db
 
     conn = db.open_db()
     try:
-        note = notes.dismiss(conn, note_id)
+        result = reports.note_dismissed(notes.dismiss(conn, note_id))
     finally:
         conn.close()
-    message = f"Note #{note['id']} dismissed."
-    if as_json:
-        _output.print_json("note dismiss", {"note": note, "message": message})
-    else:
-        _output.console().print(message, markup=False)
+    _output.emit(result, as_json=as_json, human=lambda r: _output.console().print(r.data["message"], markup=False))
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ import sys
 import typer
 
 from commands import _output
+from magic_context.results import Result
 
 proxy_app = typer.Typer(invoke_without_command=True, no_args_is_help=False)
 
@@ -71,16 +72,14 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print a JSON enve
     """
     from magic_context.proxy import lifecycle
 
-    data = lifecycle.status()
-    if as_json:
-        _output.print_json("proxy status", data)
-    else:
-        _render_status(data)
-    if not (data["running"] and data.get("responding")):
+    result = lifecycle.status()
+    _output.emit(result, as_json=as_json, human=_render_status)
+    if result.failed:
         raise typer.Exit(1)
 
 
-def _render_status(data: dict) -> None:
+def _render_status(result: Result) -> None:
+    data = result.data
     out = _output.console()
     if not data["running"]:
         stale = " (its record was stale: the process is gone)" if data.get("stale_record") else ""
@@ -114,15 +113,18 @@ def stop(
     """
     from magic_context.proxy import lifecycle
 
-    data = lifecycle.stop(timeout)
-    if as_json:
-        _output.print_json("proxy stop", data)
-    elif data["stopped"]:
+    result = lifecycle.stop(timeout)
+    _output.emit(result, as_json=as_json, human=_render_stop)
+    if result.failed:
+        raise typer.Exit(1)
+
+
+def _render_stop(result: Result) -> None:
+    data = result.data
+    if data["stopped"]:
         _output.console().print(f"stopped mc proxy (pid {data['pid']}) at {data.get('address')}")
     else:
         _output.console().print(data["reason"])
-    if not data["stopped"]:
-        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

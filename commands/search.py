@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from commands import _output
+from magic_context.results import Result
 
 
 def search(
@@ -60,20 +61,16 @@ def search(
         session_ids = lookup_ids(conn, where.session_pks)
     finally:
         conn.close()
-    for warning in result.warnings:
+    for warning in result.warnings:  # on stderr in both modes; --json also carries them in `data`
         _output.warn(warning)
-    if as_json:
-        results = result.as_dicts()
-        for item in results:  # the id `mc expand --session` takes, for hits that have a range
-            if item.get("session_pk") in session_ids:
-                item["session_id"] = session_ids[item["session_pk"]]
-        _output.print_json("search", {"query": result.query, "sources": result.sources,
-                                      "session_id": where.session_id, "project_id": where.project_id,
-                                      "results": results, "warnings": result.warnings})
-        return
-    import sys
 
-    sys.stdout.write(fmt.render(result, now, where.session_pks[0] if len(where.session_pks) == 1 else None) + "\n")
+    def human(_: Result) -> None:  # the agent's result text, byte for byte
+        import sys
+
+        sys.stdout.write(fmt.render(result, now, where.session_pks[0] if len(where.session_pks) == 1 else None)
+                         + "\n")
+
+    _output.emit(fmt.report(result, where, session_ids), as_json=as_json, human=human)
 
 
 def register(app: typer.Typer) -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from commands import _output
+from magic_context.results import Result
 
 
 def setup(
@@ -52,31 +54,37 @@ def setup(
         module = integrations.get(name)
         action = module.uninstall if uninstall else module.install
         results.append(action(scope, dry_run=dry_run))
-    if as_json:
-        _output.print_json("setup", {"results": [r.as_dict() for r in results]})
-        return
-    for result in results:
-        _render(result)
+    from magic_context.integrations.base import report
+
+    _output.emit(report(results), as_json=as_json, human=_render_all)
 
 
 _VERBS = {"create": "created", "update": "updated", "delete": "deleted", "mkdir": "created dir", "rmdir": "removed dir"}
 
 
-def _render(result) -> None:
+def _render_all(outcome: Result) -> None:
+    for result in outcome.data["results"]:
+        _render(result)
+
+
+def _render(result: dict[str, Any]) -> None:
     out = _output.console()
-    done = "removed from" if result.operation == "uninstall" else "installed into"
-    head = "would change" if result.dry_run else done
-    out.print(f"[bold]{result.harness}[/bold]: {head} {result.scope.describe()}" if result.changed
-              else f"[bold]{result.harness}[/bold]:")
-    for change in result.changes:
-        verb = ("would be " if result.dry_run else "") + _VERBS.get(change.action, change.action)
-        backup = f" (backup: {change.backup})" if change.backup else ""
-        out.print(f"  {verb} {change.path}" + (f" — {change.detail}" if change.detail else "") + backup,
+    done = "removed from" if result["operation"] == "uninstall" else "installed into"
+    head = "would change" if result["dry_run"] else done
+    from magic_context.integrations.base import Scope
+
+    where = Scope(result["scope"]["kind"], Path(result["scope"]["path"])).describe()
+    out.print(f"[bold]{result['harness']}[/bold]: {head} {where}" if result["changed"]
+              else f"[bold]{result['harness']}[/bold]:")
+    for change in result["changes"]:
+        verb = ("would be " if result["dry_run"] else "") + _VERBS.get(change["action"], change["action"])
+        backup = f" (backup: {change['backup']})" if change.get("backup") else ""
+        out.print(f"  {verb} {change['path']}" + (f" — {change['detail']}" if change.get("detail") else "") + backup,
                   markup=False, highlight=False, soft_wrap=True)
-    for note in result.notes:
+    for note in result["notes"]:
         out.print(f"  note: {note}", markup=False, soft_wrap=True)
-    if result.changed and not result.dry_run and result.operation == "install":
-        if result.harness in ("claude-code", "codex"):
+    if result["changed"] and not result["dry_run"] and result["operation"] == "install":
+        if result["harness"] in ("claude-code", "codex"):
             out.print("  the client now talks to mc proxy: keep it running (`mc proxy --daemon`); "
                       "check it with `mc doctor`", markup=False, soft_wrap=True)
         out.print("  check it: run the harness once, then `mc status --latest`", markup=False)

@@ -8,6 +8,7 @@ from typing import Any
 
 from magic_context import paths
 from magic_context.errors import NotFound
+from magic_context.history.states import HistorianState
 from magic_context.results import Result
 from magic_context.store import compartments as compartment_store
 from magic_context.store import leases, passes, responses, sessions
@@ -32,7 +33,7 @@ def cache_split(reports: list[dict[str, Any]]) -> dict[str, float]:
     previous = None
     for report in reports:
         size = int(report.get("tokens_after", 0))
-        if previous is not None and report.get("pass") == "defer":
+        if previous is not None and report.get("pass") == passes.PassKind.DEFER:
             reused = min(previous, size)
             read += reused
             written += size - reused
@@ -82,7 +83,7 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
         "memories": memories,
         "memory": memory_counts,
         "notes": notes,
-        "historian": {"state": historian_state(conn, session_pk, state.get("historian", "idle")),
+        "historian": {"state": historian_state(conn, session_pk, state.get("historian", HistorianState.IDLE)),
                       "last_failure": state.get("historian_failure")},
         "fallbacks": state.get("fallbacks"),  # passes that served last-known-good or the input unchanged
         "search": _search(conn, session_pk),
@@ -102,13 +103,13 @@ def _search(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
 def historian_state(conn: sqlite3.Connection, session_pk: int, stored: Any) -> Any:
     """The stored historian state, unless it says "running" while no live process holds the lease: a run
     killed mid-way (kill -9, a crash) never wrote "idle", so it shows as stopped, not running."""
-    if not isinstance(stored, dict) or stored.get("state") != "running":
+    if not isinstance(stored, dict) or stored.get("state") != HistorianState.RUNNING:
         return stored
     name = leases.historian_lease(session_pk)
     if leases.is_live(conn, name, int(time.time() * 1000)):
         found = leases.holder(conn, name)
         return {**stored, "holder": found[0] if found else None}
-    return {**stored, "state": "stopped",
+    return {**stored, "state": HistorianState.STOPPED,
             "note": "the run ended without finishing (its process is gone); the next pass may start another"}
 
 

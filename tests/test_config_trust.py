@@ -411,3 +411,27 @@ def test_each_stripped_key_warns_with_the_file_and_the_same_reason() -> None:
     assert [(w.file, w.key, w.reason) for w in warnings] == [
         ("/repo/.magic-context.toml", "enabled", reason), ("/repo/.magic-context.toml", "historian.prompt", reason),
         ("/repo/.magic-context.toml", "unknown.base_url", reason)]
+
+
+def test_map_defaults_mirror_the_config_defaults() -> None:
+    """The fallback a project's entry for a model the user's map does not name is compared with is the
+    config's own default (the execute threshold's was 65, the old default, while the shipped one is 40)."""
+    model = MCConfig()
+    for dotted, fallback in trust.MAP_DEFAULTS.items():
+        assert fallback == HOT_KEYS[dotted][0] == getattr(model, dotted), dotted
+
+
+def test_a_project_may_raise_the_threshold_of_a_model_the_users_map_does_not_name(user_cfg: Path,
+                                                                                    project: Path) -> None:
+    """The user's map names one model; for the others the default (40) applies, so a project's 50 for
+    another model is a raise (compared with the old fallback 65 it was refused), and its 30 is not."""
+    write(user_cfg, '[execute_threshold_percentage]\n"anthropic/x" = 30\n')
+    write(project / ".magic-context.toml", '[execute_threshold_percentage]\n"openai/y" = 50\n')
+    loaded = load_config(project)
+    assert loaded.warnings == []
+    assert loaded.config.execute_threshold_percentage == {"anthropic/x": 30, "openai/y": 50}
+    assert load_hot(project).for_model("execute_threshold_percentage", "openai/y") == 50
+    write(project / ".magic-context.toml", '[execute_threshold_percentage]\n"openai/y" = 30\n')
+    assert [w.reason for w in load_config(project).warnings] == [
+        "a project config may only raise this (30 < your 40 for openai/y); ignored"]
+    assert [w.key for w in load_hot(project).warnings] == ["execute_threshold_percentage"]

@@ -4,7 +4,11 @@ documented, every example still parses, the README's command table is the genera
 
 from __future__ import annotations
 
+import re
 import shlex
+import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -59,3 +63,57 @@ def test_transform_flags_are_declared_once() -> None:
     assert all(parsed[flag] == "7" for flag in flags.VALUE_FLAGS)
     readme = _docs.README.read_text(encoding="utf-8")
     assert f"| `{doc.synopsis()}` |" in readme
+
+
+def _roff_name(name: str) -> str:
+    return name.replace("-", "\\-")
+
+
+def test_man_page_is_generated_from_the_walk(tmp_path) -> None:
+    """`python -m commands._docs --man DIR` writes mc.1 naming every command and flag; groff renders it
+    without a warning."""
+    proc = subprocess.run([sys.executable, "-m", "commands._docs", "--man", str(tmp_path)], capture_output=True,
+                          cwd=_docs.README.parent, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    page = (tmp_path / "mc.1").read_text(encoding="utf-8")
+    assert page.startswith(".TH MC 1 ") and page.isascii()
+    for doc in DOCS:
+        assert f'.SS "{_roff_name(doc.name)}"' in page, doc.name
+        for flag in doc.flags:
+            assert all(_roff_name(name) in page for name in flag.names), (doc.name, flag.names)
+        assert all(_roff_name(example) in page for example in doc.examples), doc.name
+    if shutil.which("groff") is None:
+        pytest.skip("groff is not installed: the page's roff is not rendered")
+    rendered = subprocess.run(["groff", "-man", "-Tutf8", "-ww"], input=page.encode(), capture_output=True,
+                              check=False)
+    assert rendered.returncode == 0 and rendered.stderr == b"", rendered.stderr.decode()
+    text = re.sub(r".\x08", "", rendered.stdout.decode())  # no overstrike bold
+    assert "mc memory list" in text and "--all-projects" in text and "130" in text
+
+
+def test_bash_completion_completes_every_command_and_its_flags(tmp_path) -> None:
+    """Real bash sources the generated script and completes: the words typed pick the command, its
+    subcommands and flags come back."""
+    if shutil.which("bash") is None:
+        pytest.skip("bash is not installed")
+    proc = subprocess.run([sys.executable, "-m", "commands._docs", "--completion", "bash"], capture_output=True,
+                          cwd=_docs.README.parent, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    script = tmp_path / "mc.bash"
+    script.write_bytes(proc.stdout)
+    lines = ['complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); _mc; '
+             'echo "${COMPREPLY[*]}"; }']
+    cases = [(("mc", ""), None), (("mc", "memory", ""), None)]
+    cases += [(("mc", *doc.path, "--"), doc) for doc in DOCS]
+    lines += ["complete_words " + " ".join(shlex.quote(w) for w in words) for words, _ in cases]
+    out = subprocess.run(["bash", "-c", f"source {shlex.quote(str(script))}\n" + "\n".join(lines)],
+                         capture_output=True, check=False)
+    assert out.returncode == 0, out.stderr.decode()
+    replies = [set(line.split()) for line in out.stdout.decode().splitlines()]
+    assert len(replies) == len(cases)
+    top = {doc.path[0] for doc in DOCS}
+    assert replies[0] >= top | {"--version", "--help"}
+    assert replies[1] == {doc.path[1] for doc in DOCS if doc.path[0] == "memory" and len(doc.path) == 2} | {"--help"}
+    for (words, doc), reply in zip(cases[2:], replies[2:], strict=True):
+        expected = {n for f in doc.flags if not f.argument for n in f.names if n.startswith("--")} | {"--help"}
+        assert reply == expected, words

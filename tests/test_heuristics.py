@@ -115,6 +115,23 @@ def test_duplicate_keeps_only_the_newest_identical_call() -> None:
     assert {d.lane for d in drops} == {"duplicate"}
 
 
+def test_duplicate_needs_the_same_tool_not_just_the_same_arguments() -> None:
+    sites = tag_sites(build(tool("read", path="a.py"), tool("grep", path="a.py"), tool("Read", path="a.py"),
+                            say("done")))
+    drops = heuristics.duplicate_drops(sites, protected_from=99)
+    assert dropped(drops, sites) == {"c0"}  # "Read" is "read" lower-cased; grep is another tool
+    assert [(d.mode, d.lane) for d in drops] == [(MODE_REMOVED, "duplicate")]
+
+
+def test_duplicate_compares_unserializable_arguments_by_their_repr() -> None:
+    """Inputs JSON cannot write (a set, bytes, mixed key types under sort_keys) still compare by value."""
+    sites = tag_sites(build(tool("read", path=b"a"), tool("read", path=b"b"), tool("read", path={1, 2}),
+                            tool("read", path=b"a"), say("done")))
+    assert dropped(heuristics.duplicate_drops(sites, protected_from=99), sites) == {"c0"}
+    mixed = tag_sites(build(tool("read", path={1: "x", "k": 2}), tool("read", path={1: "y", "k": 2}), say("end")))
+    assert heuristics.duplicate_drops(mixed, protected_from=99) == []
+
+
 def test_duplicate_never_drops_a_protected_copy() -> None:
     sites = tag_sites(build(*(tool("read", path="a.py") for _ in range(6))))
     start = protected_from(sites, 3)  # c3..c5 protected
@@ -200,6 +217,9 @@ def test_old_reasoning_picks_old_unprotected_turns_that_still_hold_reasoning() -
     # tags: u0=1, a0=2, c1=3, a2=4, a3=5, a4=6, a5=7
     got = heuristics.old_reasoning(messages, sites, m.ANTHROPIC, newest=7, max_age=2, protected_from=6)
     assert got == {"a0", "a2"}  # a3 has none; a4 (tag 6) is protected; a5 is the last assistant turn
+    got = heuristics.old_reasoning(messages, sites, m.ANTHROPIC, newest=7, max_age=1, protected_from=6)
+    assert got == {"a0", "a2"}  # a4 is old enough now, but its tag is the oldest protected one
+    assert "a4" in heuristics.old_reasoning(messages, sites, m.ANTHROPIC, newest=7, max_age=1, protected_from=7)
     got = heuristics.old_reasoning(messages, sites, m.ANTHROPIC, newest=7, max_age=3, protected_from=99)
     assert got == {"a0", "a2"}  # a2 is exactly max_age old (7 - 4 = 3): old enough
     got = heuristics.old_reasoning(messages, sites, m.ANTHROPIC, newest=7, max_age=4, protected_from=99)

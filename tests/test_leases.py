@@ -121,3 +121,39 @@ def test_a_killed_historian_is_not_shown_running_and_wrapup_takes_over_at_once(t
     again = run_mc("wrapup", "--session", "killed-historian", "--keep", "5", "--provider", "extractive", "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["data"]["disposition"] == "completed"
+
+
+def test_a_launched_historian_waits_for_the_pass_that_started_it_to_commit(tmp_path, isolated_dirs):
+    """A pass starts the detached historian mid-pass; on a session's first pass the session is not committed
+    yet. The child used to look it up at once, find nothing, die, and leave its lease "running": a long
+    session's first pass (seconds between the launch and the commit) never got its history compacted. Here
+    the "pass" holds its transaction (session, raw history, the child's lease) for 2 s after the launch."""
+    from magic_context.history import runner
+    from magic_context.store import raw, sessions
+    from magic_context.store.db import atomic
+    from magic_context.wire import pi
+
+    b = PiBuilder()
+    for i in range(12):
+        b.turn(f"please port module {i} to the new theme api", f"src/m{i}.py", padding=1_500)
+    conn = open_db()
+    env = dict(os.environ, **{runner.LEASE_ENV: "bg:launched"})
+    env.pop("PYTEST_CURRENT_TEST", None)
+    try:
+        with atomic(conn):
+            pk = sessions.ensure_session(conn, "pi", "first-pass", project_id="dir:x", project_dir=str(tmp_path),
+                                         now_ms=1_764_000_000_000)
+            raw.sync(conn, pk, pi.decode(b.messages), now_ms=1_764_000_000_000)
+            assert leases.acquire(conn, runner.lease_name(pk), "bg:launched", 1_764_000_000_000, 300_000)
+            child = subprocess.Popen([sys.executable, "-m", "magic_context", "wrapup", "--background", "--session",
+                                      "first-pass", "--harness", "pi"], env=env, cwd=REPO,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            time.sleep(2)
+            assert child.poll() is None, child.stderr.read()  # still waiting, not dead
+        _, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err
+        assert leases.holder(conn, runner.lease_name(pk)) is None  # released
+    finally:
+        conn.close()
+    state = json.loads(run_mc("status", "--session", "first-pass", "--json").stdout)["data"]["historian"]["state"]
+    assert state["state"] == "idle" and state["last_status"] in ("published", "nothing"), state  # it ran

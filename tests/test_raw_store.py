@@ -437,3 +437,136 @@ def test_skimmed_messages_must_be_stored_unchanged_and_folded(conn) -> None:
         assert conn.total_changes == before
     result = raw.sync(conn, pk, [msg("m0", 1), *msgs(6, start=1), msg("m7")], now_ms=5)  # decoded whole
     assert result.written == 2 and result.divergences
+
+
+def test_message_tokens_edges() -> None:
+    """Unserializable call input is counted as its str(); an opaque part without raw JSON costs nothing; Chat
+    Completions reasoning is not read back; a document too deep for orjson with a lone surrogate still counts."""
+    overhead = raw.MESSAGE_OVERHEAD
+    odd = Message(id="a", role="assistant", blocks=[Block("tool_call", tool_name="x", input={"data": b"\x00\x01"})])
+    assert raw.message_tokens(odd, len) == overhead + len(str({"data": b"\x00\x01"})) + raw.TOOL_CALL_OVERHEAD
+    assert raw.message_tokens(Message(id="b", role="assistant", blocks=[Block("opaque", raw=None)]), len) == overhead
+    hidden = Block("reasoning", text="long thoughts", meta={"field": "reasoning_content"})
+    shown = Block("reasoning", text="long thoughts", meta={"signature": "s"})
+    assert raw.message_tokens(Message(id="c", role="assistant", blocks=[hidden]), len) == overhead
+    assert raw.message_tokens(Message(id="c", role="assistant", blocks=[shown]), len) == overhead + 13
+    deep: object = "\ud800"
+    for _ in range(300):
+        deep = [deep]
+    cost = raw.message_tokens(Message(id="d", role="assistant", blocks=[Block("opaque", raw=deep)]), len)
+    assert cost == overhead + 600 + 2 + 3  # brackets, quotes, and U+FFFD for each of the surrogate's 3 bytes
+
+
+def test_skim_edges_and_messages(conn) -> None:
+    pk = new_session(conn)
+    raw.sync(conn, pk, msgs(4), now_ms=1)
+    # The first message after the skimmed ones may be new.
+    result = raw.sync(conn, pk, [*msgs(4), msg("m4")], now_ms=2, skimmed=4, folded_through=3)
+    assert result.written == 1
+    with pytest.raises(raw.SkimmedChange, match=r"^skimmed message 1 is new or changed$"):
+        raw.sync(conn, pk, [msg("m0"), msg("m1", 1), *msgs(3, start=2)], now_ms=3, skimmed=2, folded_through=4)
+    with pytest.raises(raw.SkimmedChange, match=r"^skimmed message 2 is no longer folded$"):
+        raw.sync(conn, pk, msgs(5), now_ms=3, skimmed=3, folded_through=1)
+
+
+def test_read_range_returns_every_field(conn) -> None:
+    pk = new_session(conn)
+    history = msgs(3)
+    raw.sync(conn, pk, history, now_ms=77)
+    assert raw.read_range(conn, pk, 1, 1) == [raw.StoredMessage(1, "m1", history[1].role, history[1].raw,
+                                                                content_hash(history[1].raw), 77)]
+
+
+def test_two_edits_under_known_ids_in_one_sync(conn):
+    pk = new_session(conn)
+    raw.sync(conn, pk, msgs(6), now_ms=1)
+    view = [msg("m0"), msg("m1", 1), msg("m2"), msg("m3", 1), *msgs(2, start=4)]
+    result = raw.sync(conn, pk, view, now_ms=2)
+    assert (result.replaced, result.superseded, result.written) == (2, 2, 2)
+    assert result.divergences == [(raw.EDITED, 1), (raw.EDITED, 3)]
+
+
+def test_a_known_message_moved_later_is_never_the_gap_a_new_one_fills(conn):
+    """m1 moved behind m2: the new X between m0 and m2 must not take ordinal 1, which m1 still holds."""
+    pk = new_session(conn)
+    raw.sync(conn, pk, msgs(6), now_ms=1)
+    m_ = msgs(6)
+    view = [m_[0], msg("X"), m_[2], m_[1], *m_[3:]]
+    result = raw.sync(conn, pk, view, now_ms=2)
+    assert [x.ordinal for x in view] == [0, 6, 2, 1, 3, 4, 5]
+    assert result.superseded == 0 and result.divergences == [(raw.INSERTED, 6)]
+    check_consistent(conn, pk, view)
+
+
+def test_reads_turn_sqlite_errors_into_storage_errors(conn):
+    from magic_context.errors import StorageUnavailable
+
+    pk = new_session(conn)
+    conn.execute("DROP TABLE raw_divergences")
+    with pytest.raises(StorageUnavailable, match=r"^database error: no such table: raw_divergences$"):
+        raw.divergences(conn, pk)
+    conn.close()
+    for read in (raw.count, raw.last_ordinal, raw.first_ordinal, raw.live_index):
+        with pytest.raises(StorageUnavailable, match="closed database"):
+            read(conn, pk)
+
+
+def test_a_write_between_our_read_and_the_lock_is_planned_again(conn):
+    """Another process appends to the session after this sync read the live rows but before it took the write
+    lock: the plan is recomputed on the fresh rows (here: the other branch's message is forked away)."""
+    other = open_db()
+    try:
+        pk = new_session(conn)
+        raw.sync(conn, pk, msgs(3), now_ms=1)
+        raced = []
+
+        def race(statement: str) -> None:
+            if statement.startswith("BEGIN IMMEDIATE") and not raced:
+                raced.append(raw.sync(other, pk, [*msgs(3), msg("theirs")], now_ms=2))
+
+        conn.set_trace_callback(race)
+        ours = [*msgs(3), msg("ours")]
+        result = raw.sync(conn, pk, ours, now_ms=3)
+        conn.set_trace_callback(None)
+        assert raced and raced[0].written == 1  # the other writer's row landed at ordinal 3 first
+        assert ours[3].ordinal == 3 and result.divergences == [(raw.FORKED, 3)]
+        assert (result.superseded, result.written) == (1, 1)
+        assert [s.message_id for s in raw.read_range(conn, pk, 0, 9)] == ["m0", "m1", "m2", "ours"]
+        check_consistent(conn, pk, ours)
+    finally:
+        other.close()
+
+
+def test_a_new_row_is_written_once_with_its_times_level_and_estimate(conn):
+    pk = new_session(conn)
+    calls: list[str] = []
+
+    def counting(text: str) -> int:
+        calls.append(text)
+        return len(text)
+
+    history = msgs(3)
+    for m in history:
+        m.blocks = [Block("text", text=m.raw["content"][0]["text"])]
+    history[2].digest = "given-digest"  # a codec's digest is stored as it is
+    result = raw.sync(conn, pk, history, now_ms=42, estimate=counting)
+    assert calls == ["m0 v0", "m1 v0", "m2 v0"]  # each new message estimated once, not again for the result
+    assert result.tokens == [raw.MESSAGE_OVERHEAD + 5] * 3
+    rows = conn.execute("SELECT ordinal, body, content_hash, tokens, created_at, superseded_at FROM raw_messages"
+                        " WHERE session_pk = ? ORDER BY ordinal", (pk,)).fetchall()
+    assert [tuple(r) for r in rows] == [
+        (i, zlib.compress(orjson.dumps(history[i].raw), raw.ZLIB_LEVEL),
+         "given-digest" if i == 2 else content_hash(history[i].raw), 9, 42, None) for i in range(3)]
+    assert conn.execute("SELECT updated_at FROM sessions WHERE id = ?", (pk,)).fetchone()[0] == 42
+    raw.sync(conn, pk, [*msgs(2), msg("m2", 1)], now_ms=50)
+    assert conn.execute("SELECT superseded_at FROM raw_messages WHERE session_pk = ? AND ordinal = 2 AND"
+                        " superseded_at IS NOT NULL", (pk,)).fetchone()[0] == 50
+
+
+def test_sync_maps_sqlite_errors(conn):
+    from magic_context.errors import StorageUnavailable
+
+    pk = new_session(conn)
+    conn.close()
+    with pytest.raises(StorageUnavailable, match="closed database"):
+        raw.sync(conn, pk, msgs(2), now_ms=1)

@@ -141,6 +141,23 @@ def test_anchor_retention() -> None:
     assert dropped_instruction.counts["instructions"] == (1, 0)
 
 
+def test_an_instruction_quoted_in_the_escaped_history_block_is_retained() -> None:
+    """mc's <session-history> escapes `<`, `>` and `&` in what it quotes; the model reads them as the
+    characters, so a quoted `<pr_description>` task (mini-swe-agent's) counts as visible, in the head as a
+    message or as system text; an escape in the user's own words is not undone twice."""
+    task = m.Message("u", m.USER, [m.Block(m.TEXT, "<pr_description>\nConsider the following PR description: "
+                                                  "fix the & encoding bug")])
+    later = m.Message("z", m.USER, [m.Block(m.TEXT, "ok")])
+    quoted = 'U: "&lt;pr_description&gt; Consider the following PR description: fix the &amp; encoding bug"'
+    head = m.Message("h", m.USER, [m.Block(m.TEXT, f"<session-history>{quoted}</session-history>")])
+    assert anchors.retention([task, later], [head, later]).counts["instructions"] == (1, 1)
+    assert anchors.retention([task, later], [later], [quoted]).counts["instructions"] == (1, 1)
+    assert anchors.Retention().measure([task, later], [later], [quoted]).counts["instructions"] == (1, 1)
+    literal = m.Message("u", m.USER, [m.Block(m.TEXT, "please keep the literal &amp;lt; entity in the docs")])
+    shown = m.Message("h", m.USER, [m.Block(m.TEXT, "U: please keep the literal &amp;amp;lt; entity in the docs")])
+    assert anchors.retention([literal, later], [shown, later]).counts["instructions"] == (1, 1)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "window"), [
     ("pi_large-session.jsonl", 60_000),
@@ -170,3 +187,39 @@ def test_retention_over_every_pass_for_mc_and_the_recordings_native() -> None:
         assert kept["passes"] > 10 and 0 <= kept["min"] <= kept["mean"] <= 1
         assert s["resent_read_share"] is not None and s["cache_read_share"] <= s["resent_read_share"] <= 1
     assert runs["mc"]["anchor_retention"] is not None  # the last pass, as before
+
+
+def test_memoized_retention_gives_the_plain_figures_pass_after_pass() -> None:
+    """`Retention.measure` memoizes by block identity, indexes the growing history once and folds the served
+    text part by part: on a growing history, with served views that copy, drop, replace and re-tag blocks
+    and parts that start or end in whitespace, every pass's report equals `retention`'s."""
+    import random
+
+    rng = random.Random(13)
+    words = ["src/app/models.py", "commit 3f9a1c2be4d", "  Please FIX the\tfailing test in orders  ", "\n",
+             "lib/x/util.ts §4§ ", "[main 9b8c7d6e] msg", "ok", ""]
+    history: list[m.Message] = []
+    tracker = anchors.Retention()
+    for step in range(60):
+        role = rng.choice([m.USER, m.ASSISTANT, m.TOOL])
+        if role == m.TOOL:
+            block = m.Block(m.TOOL_RESULT, " ".join(rng.choices(words, k=3)), tool_id=f"c{step}")
+        elif role == m.ASSISTANT and rng.random() < 0.5:
+            block = m.Block(m.TOOL_CALL, tool_id=f"c{step}", tool_name="read",
+                            input={"path": rng.choice(words), "n": step})
+        else:
+            block = m.Block(m.TEXT, " ".join(rng.choices(words, k=4)) + f" step {step} Σ")
+        history.append(m.Message(f"m{step}", role, [block]))
+        served: list[m.Message] = [m.Message("h", m.USER, [m.Block(m.TEXT, rng.choice(words) + "\n")])]
+        for msg in history:
+            pick = rng.random()
+            if pick < 0.4:
+                served.append(msg)  # the same object (a baseline's tail)
+            elif pick < 0.6:  # a copy with the same text (mc's decoded request), or tagged
+                blocks = [m.Block(b.kind, text=(f"§{step}§ " + b.text) if b.text and pick < 0.5 else b.text,
+                                  tool_id=b.tool_id, tool_name=b.tool_name, input=b.input) for b in msg.blocks]
+                served.append(m.Message(msg.id, msg.role, blocks))
+            elif pick < 0.7:
+                served.append(m.Message(msg.id, msg.role, [m.Block(m.TOOL_RESULT, "[cleared]", tool_id="x")]))
+        system = [rng.choice(words)]
+        assert tracker.measure(history[:], served, system) == anchors.retention(history[:], served, system)

@@ -148,6 +148,19 @@ def test_each_harness_gets_its_own_native_and_the_recording_chooses() -> None:
         assert profile.source and 0.8 < profile.trigger < 0.95 and 0 <= profile.tail <= 0.1
 
 
+def test_every_profile_says_which_figures_are_not_measured() -> None:
+    """Only Pi compacts in our recordings: the other harnesses' summary sizes are assumptions, and their
+    source text and `unmeasured` say so (shown in mc replay's JSON and bench/results.md)."""
+    fields = {"trigger", "tail", "summary_tokens", "summary_cached"}
+    assert bl.PROFILES["pi"].unmeasured == () and "measured in pi_before-compaction" in bl.PROFILES["pi"].source
+    for key in ("claude-code", "opencode", "codex"):
+        profile = bl.PROFILES[key]
+        assert profile.unmeasured == ("summary_tokens",) and "summary size not measured" in profile.source
+    for profile in (*bl.PROFILES.values(), bl.GENERIC):
+        assert set(profile.unmeasured) <= fields
+        assert bool(profile.unmeasured) == ("not measured" in profile.source)
+
+
 def test_native_pi_compacts_late_keeps_a_tenth_and_its_summary_call_misses_the_cache() -> None:
     """Window 20 000, arcs of 1 022 tokens. Pi compacts past 92% (18 400): n = 17 → 104 + 17 × 1 022 =
     17 478 stays; n = 18 → 18 500 compacts. Tail ≤ 2 000 tokens: one arc (two would be 2 044). Summary

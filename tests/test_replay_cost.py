@@ -152,6 +152,30 @@ def test_resent_read_share_counts_only_what_was_sent_before() -> None:
     assert ledger.read_share < ledger.resent_read_share < 1
 
 
+def test_a_repriced_ledger_bills_what_a_ledger_at_that_price_would() -> None:
+    """bench/run.py prices every replay under three pricings from one replay: the repriced ledger must
+    equal one fed the same calls at the other price (cached and uncached extra calls, a model-priced bill
+    kept at its own price)."""
+    sonnet, openai, opus = (cost.pricing(n) for n in ("anthropic-sonnet", "openai", "anthropic-opus"))
+
+    def feed(ledger: cost.Ledger) -> cost.Ledger:
+        ledger.add([A, B], 0)
+        ledger.add([A, B, ("s", 200)], MINUTE, output_tokens=900, extra=True)
+        ledger.add([("p", 3000)], MINUTE, output_tokens=700, extra=True, cached=False)
+        ledger.add([A, B, C], MINUTE)
+        ledger.bill(4000, 300, opus)
+        ledger.add([A, D, C], 7 * MINUTE)
+        return ledger
+
+    repriced = feed(cost.Ledger(sonnet, 300_000)).repriced(openai)
+    direct = feed(cost.Ledger(openai, 300_000))
+    assert repriced.usd == pytest.approx(direct.usd) and repriced.usd != pytest.approx(feed(
+        cost.Ledger(sonnet, 300_000)).usd)
+    for name in ("passes", "extra_calls", "busts", "cold", "read_tokens", "write_tokens", "uncached_tokens",
+                 "output_tokens", "resent_tokens", "resent_read"):
+        assert getattr(repriced, name) == getattr(direct, name), name
+
+
 T0 = 1_733_000_000_000  # a real epoch time in ms: a sum of two times would be far past any TTL
 
 

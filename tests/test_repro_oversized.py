@@ -23,10 +23,13 @@ def _report(stderr: bytes) -> dict:
     return json.loads(stderr.decode().strip().splitlines()[-1])
 
 
-def _stored_source(data_dir, number: int) -> str:
+def _stored_source(data_dir, number: int) -> str | None:
+    from magic_context.store import tags
+
     conn = sqlite3.connect(data_dir / "context.db")
     try:
-        return conn.execute("SELECT content FROM source_contents WHERE tag_number = ?", (number,)).fetchone()[0]
+        pk = conn.execute("SELECT session_pk FROM source_contents WHERE tag_number = ?", (number,)).fetchone()[0]
+        return tags.source(conn, pk, number)
     finally:
         conn.close()
 

@@ -85,3 +85,30 @@ def test_busy_is_classified_as_transient() -> None:
     err = db.classify(sqlite3.OperationalError("database is locked"))
     assert type(err).__name__ == "StorageBusy"
     assert err.exit_code == ExitCode.STORAGE_UNAVAILABLE
+
+
+def test_pristine_sources_are_stored_compressed_and_read_back_whole() -> None:
+    """A tag's pristine text is stored zlib-compressed (a 50 MB tool output must not cost SQLite a 50 MB
+    record and as many dirty pages, issue #14 item 10); `source` reads it, and rows written as text before."""
+    from magic_context.store import sessions, tags
+
+    conn = db.open_db()
+    try:
+        pk = sessions.ensure_session(conn, "pi", "sources", project_id="dir:x", project_dir="/x", now_ms=1)
+        big = "".join(f"line {i}: ok — é 漢字\n" for i in range(200_000))  # > 1 slice, multi-byte text
+        odd = "lone \ud800 surrogate"  # the stdlib JSON fallback can hand such text to the pass
+        tags.save_sources(conn, pk, [(1, big), (2, ""), (3, odd)])
+        conn.execute("INSERT INTO source_contents (session_pk, tag_number, content) VALUES (?, 4, 'old text row')",
+                     (pk,))
+        stored = conn.execute("SELECT typeof(content), length(content) FROM source_contents WHERE tag_number = 1"
+                              ).fetchone()
+        assert stored[0] == "blob" and stored[1] < len(big.encode()) // 10
+        assert tags.source(conn, pk, 1) == big
+        assert tags.source(conn, pk, 2) == ""
+        assert tags.source(conn, pk, 3) == odd
+        assert tags.source(conn, pk, 4) == "old text row"
+        assert tags.source(conn, pk, 5) is None
+        tags.save_sources(conn, pk, [(1, "another text")])  # stored once: the first text stays
+        assert tags.source(conn, pk, 1) == big
+    finally:
+        conn.close()

@@ -254,7 +254,7 @@ def test_context_emergency_exits_4(mc) -> None:
                    usage={"input_tokens": 1990, "output_tokens": 5})
     result = mc("transform", stdin=json.dumps(doc))
     assert result.returncode == 4 and result.stdout == b""
-    assert "mc wrapup" in result.stderr.decode()
+    assert "a larger window" in result.stderr.decode()  # what fills it is not history (test_exit4_advice)
 
 
 def test_reduce_queues_and_the_next_bust_applies(mc) -> None:
@@ -447,6 +447,19 @@ def test_execute_threshold_default_depends_on_the_workload(mc, isolated_dirs, do
     assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected
 
 
+def test_a_small_window_gets_the_65_percent_default_on_every_harness(mc, isolated_dirs) -> None:
+    """Below 40 000 tokens 40% of the window is mostly fixed parts, so mc would bust on most passes
+    (scheduler.SMALL_WINDOW); a configured threshold still applies as set."""
+    for limit, expected in (("39999", 65.0), ("40000", 40.0)):
+        result, _out = run(mc, envelope(PI_ARRAY, harness="pi"), "--report", "--context-limit", limit)
+        assert result.returncode == 0, result.stderr.decode()
+        assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 40\n", encoding="utf-8")
+    result, _out = run(mc, envelope(PI_ARRAY, harness="pi"), "--report", "--context-limit", "20000")
+    assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == 40.0
+
+
 def test_a_project_file_cannot_lower_the_harness_default_threshold(mc, isolated_dirs, tmp_path) -> None:
     """The project tier is raise-only for the threshold: 45 raises Pi's default (40) but may not lower the 65
     an OpenAI Chat caller gets when the user's config sets none (it compared against 40 before)."""
@@ -457,6 +470,63 @@ def test_a_project_file_cannot_lower_the_harness_default_threshold(mc, isolated_
         result, _out = run(mc, doc, "--report", "--project", str(project))
         assert result.returncode == 0, result.stderr.decode()
         assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected
+
+
+def test_a_user_map_naming_other_models_keeps_the_harness_default_for_the_rest(mc, isolated_dirs,
+                                                                                 tmp_path) -> None:
+    """A user map without "default" sets only the models it names: an OpenAI Chat caller on another model
+    keeps its 65 (the map's absence of a default gave 40 before), and a project file may raise that, never
+    lower it, while the model the user named keeps the user's value."""
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (isolated_dirs["config"] / "config.toml").write_text(
+        '[execute_threshold_percentage]\n"gpt-4o-mini" = 30\n', encoding="utf-8")
+    project = tmp_path / "untrusted-project"
+    project.mkdir()
+
+    def threshold(doc: dict, project_text: str | None = None) -> float:
+        if project_text is not None:
+            (project / ".magic-context.toml").write_text(project_text, encoding="utf-8")
+        result, _out = run(mc, doc, "--report", "--project", str(project))
+        assert result.returncode == 0, result.stderr.decode()
+        return json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"]
+
+    assert threshold(OPENAI_BODY) == 65.0
+    assert threshold(OPENAI_BODY, "execute_threshold_percentage = 45\n") == 65.0
+    assert threshold(OPENAI_BODY, "execute_threshold_percentage = 70\n") == 70.0
+    assert threshold({**OPENAI_BODY, "model": "gpt-4o-mini"}, "") == 30.0
+    assert threshold(envelope(PI_ARRAY, harness="pi", project_dir=str(project)), "") == 40.0
+
+
+def _openai_arcs(count: int) -> dict:
+    messages: list[dict] = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "fix the bug"}]
+    for i in range(count):
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": f'{{"cmd": "cat f{i}"}}'}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"line {i} " + "word " * 300})
+    return {"model": "gpt-4o", "messages": messages}
+
+
+def _kept_outputs(out: dict) -> list[int]:
+    return [int(m["tool_call_id"][1:]) for m in out["messages"]
+            if m.get("role") == "tool" and "word word" in str(m["content"])]
+
+
+def test_protected_tags_default_depends_on_the_workload(mc, isolated_dirs) -> None:
+    """An OpenAI Chat caller (an autonomous scaffold: one tag per step) spares the newest 5 tags when the
+    config sets none, so a reclaim at 80% of the window may drop outputs among the newest 20; with
+    `protected_tags = 20` configured none of those goes."""
+    body = _openai_arcs(30)
+    result, out = run(mc, body, "--context-limit", "12000", "--report")
+    assert result.returncode == 0, result.stderr.decode()
+    assert json.loads(result.stderr.decode().strip().splitlines()[-1])["pass"] != "defer"
+    kept = _kept_outputs(out)
+    assert set(range(25, 30)) <= set(kept) and not set(range(10, 25)) <= set(kept), kept
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (isolated_dirs["config"] / "config.toml").write_text("protected_tags = 20\n", encoding="utf-8")
+    body["messages"][1]["content"] = "fix the other bug"  # a new session for the same tool history
+    result, out = run(mc, body, "--context-limit", "12000")
+    assert result.returncode == 0, result.stderr.decode()
+    assert set(range(11, 30)) <= set(_kept_outputs(out))
 
 
 def test_a_configured_execute_threshold_applies_to_every_harness(mc, isolated_dirs) -> None:

@@ -97,20 +97,34 @@ class HotConfig:
     warnings: list[ConfigWarning] = Factory(factory=list)
     explicit: frozenset[str] = frozenset()  # the dotted keys a tier set (valid), for defaults that depend on the call
     user_set: frozenset[str] = frozenset()  # those the trusted user tier set (the rest only the project file set)
+    user_values: dict[str, Any] = Factory(factory=dict)  # the user tier's own values of those keys
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
 
     def for_model(self, key: str, model_key: str | None) -> Any:
         """Resolve a per-model map (`{"default": …, "provider/id": …}`) for one model."""
-        value = self.values[key]
-        if not isinstance(value, dict):
-            return value
-        if model_key and model_key in value:
-            return value[model_key]
-        if model_key and "/" in model_key and model_key.split("/", 1)[1] in value:
-            return value[model_key.split("/", 1)[1]]
-        return value.get("default", HOT_KEYS[key][0] if not isinstance(HOT_KEYS[key][0], dict) else None)
+        found = pick(self.values[key], model_key)
+        return found if found is not None else HOT_KEYS[key][0] if not isinstance(HOT_KEYS[key][0], dict) else None
+
+    def set_for_model(self, key: str, model_key: str | None, *, user_only: bool = False) -> Any:
+        """The value a tier (the user's alone with `user_only`) sets for one model, or None when none does:
+        for a default that depends on the call (the harness's execute threshold)."""
+        if key not in (self.user_set if user_only else self.explicit):
+            return None
+        return pick(self.user_values[key] if user_only else self.values[key], model_key)
+
+
+def pick(value: Any, model_key: str | None) -> Any:
+    """A scalar, or a per-model map's entry for the model (by "provider/id", then "id"), else its
+    "default", else None."""
+    if not isinstance(value, dict):
+        return value
+    if model_key and model_key in value:
+        return value[model_key]
+    if model_key and "/" in model_key and model_key.split("/", 1)[1] in value:
+        return value[model_key.split("/", 1)[1]]
+    return value.get("default")
 
 
 def _hot_subset(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[ConfigWarning]]:
@@ -164,8 +178,8 @@ def load_hot(project_dir: StrPath | None = None, *, user_file: StrPath | None = 
         warnings += stripped + invalid + wrong_way
         merged = deep_merge(user, project)
     explicit = frozenset(dotted for dotted in HOT_KEYS if get_path(merged, dotted) is not None)
-    user_set = frozenset(dotted for dotted in HOT_KEYS if get_path(user, dotted) is not None)
-    return HotConfig(_flatten_defaults(merged), warnings, explicit, user_set)
+    user_values = {dotted: get_path(user, dotted) for dotted in HOT_KEYS if get_path(user, dotted) is not None}
+    return HotConfig(_flatten_defaults(merged), warnings, explicit, frozenset(user_values), user_values)
 
 
-__all__ = ["HOT_KEYS", "HotConfig", "duration_ms", "load_hot"]
+__all__ = ["HOT_KEYS", "HotConfig", "duration_ms", "load_hot", "pick"]

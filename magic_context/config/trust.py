@@ -112,8 +112,13 @@ UNTRUSTED_LEAVES: Final = frozenset({"command", "argv", "endpoint", "base_url", 
                                      "provider", "fallback", "upstream", "host"})
 UNTRUSTED_SUFFIXES: Final = ("_command", "_endpoint", "_url", "_prompt", "_env", "_provider")
 
-# What a per-model map falls back to for a model it does not name (mirrors the model's defaults).
-MAP_DEFAULTS: Final[dict[str, Any]] = {"cache_ttl": "5m", "execute_threshold_percentage": 65,
+# What a per-model map falls back to for a model it does not name: the config model's defaults
+# (`config.model.MCConfig`, `config.hot.HOT_KEYS`; a test keeps the three equal). This is the value a
+# project's entry for such a model is compared with. The execute threshold's default depends on the
+# harness (40%, 65% for OpenAI Chat callers: `transform.scheduler.default_threshold`), which is not known
+# when the config is read; 40 lets a project raise any harness's default here, and the pass then keeps
+# the harness's default as a floor for every model the user's config does not set (`pipeline._measure`).
+MAP_DEFAULTS: Final[dict[str, Any]] = {"cache_ttl": "5m", "execute_threshold_percentage": 40,
                                        "execute_threshold_tokens": None}
 _SECTIONS: Final = frozenset(".".join(key.split(".")[:end]) for key in POLICY for end in range(1, key.count(".") + 1))
 _UNITS_MS: Final = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}

@@ -184,7 +184,7 @@ def _embeddings(ctx: DoctorContext) -> CheckResult:
         ctx.notes["blocking_network"] = False
     failure = health.last_failure_readonly(str(paths.db_path())) if paths.db_path().exists() else None
     items = (f"last failure ({failure.get('where')}): {failure.get('message')}",) if failure else ()
-    return CheckResult(Status.OK if state == "ok" else Status.WARN, detail, items)
+    return CheckResult(state, detail, items)
 
 
 def _logs(ctx: DoctorContext) -> CheckResult:

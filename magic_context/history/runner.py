@@ -26,12 +26,12 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from magic_context.errors import MCError
 from magic_context.history import boundary, chunk, publish, trigger
+from magic_context.history.states import HistorianState, RunStatus
 from magic_context.records import Factory, record
 from magic_context.store import compartments as compartment_store
 from magic_context.store import leases, passes, sessions
@@ -53,16 +53,6 @@ DEFAULT_TIMEOUT_MS = 300_000
 DEFAULT_CONTEXT_LIMIT = 200_000
 DEFAULT_THRESHOLD = 40.0  # config.model's default (the pass reports the threshold it used: that comes first)
 
-
-
-class RunStatus(StrEnum):
-    """How one historian run ended (stored as the historian state's `last_status`)."""
-
-    PUBLISHED = "published"
-    NOTHING = "nothing"
-    BUSY = "busy"
-    FAILED = "failed"
-    STALE = "stale"
 
 
 PUBLISHED, NOTHING, BUSY = RunStatus.PUBLISHED, RunStatus.NOTHING, RunStatus.BUSY
@@ -158,7 +148,8 @@ def launch_background(conn: sqlite3.Connection, session_pk: int, *, session_id: 
         _state(conn, session_pk, FAILURE_KEY, {"class": "launch", "provider": None, "at": now_ms,
                                                 "message": f"cannot start the background historian: {exc}"}, now_ms)
         return False
-    _state(conn, session_pk, STATE_KEY, {"state": "running", "since": now_ms, "mode": "background"}, now_ms)
+    _state(conn, session_pk, STATE_KEY, {"state": HistorianState.RUNNING, "since": now_ms, "mode": "background"},
+           now_ms)
     return True
 
 
@@ -221,14 +212,16 @@ def plan(conn: sqlite3.Connection, session_pk: int, *, keep: int | None, emergen
     last = publish.last_compartment_end(conn, session_pk)
     first = raw_store.first_ordinal(conn, session_pk)
     start = last + 1 if last is not None else (first if first is not None else 0)
-    live = [row for row in raw_store.live_index(conn, session_pk) if row[0] >= start]
-    if not live:
+    last_live = raw_store.last_ordinal(conn, session_pk)
+    stored = raw_store.read_range(conn, session_pk, start, last_live) if last_live is not None else []
+    if not stored:
         return _Plan(boundary.Boundary(start, start - 1, None, 0, 0, 0, "no unsummarized history"), None, [])
-    stored = raw_store.read_range(conn, session_pk, start, live[-1][0])
     messages = _decode(harness, stored)
-    known = {row[0]: row[3] for row in live}
-    sizes = [known.get(msg.ordinal) or raw_store.message_tokens(msg, _estimate) for msg in messages]
+    known = [s.tokens for s in stored]
+    del stored  # the decoded messages keep what they need: a long tail is held once, not twice
+    sizes = [t or raw_store.message_tokens(msg, _estimate) for msg, t in zip(messages, known, strict=True)]
     digests, spans = chunk.digest_messages(messages, sizes, root=project_dir)
+    del messages
     items = [boundary.TailItem(d.ordinal, d.tokens, d.prompt) for d in digests]
     if keep is not None:
         bound = boundary.keep_boundary(items, spans, start=start, keep=keep)
@@ -329,10 +322,12 @@ def _run(conn: sqlite3.Connection, session_pk: int, *, provider: Any, keep: int 
     if not acquire_lease(conn, session_pk, holder, now, ttl):
         return RunResult(BUSY, "another historian run holds the lease")
     try:
-        _state(conn, session_pk, STATE_KEY, {"state": "running", "since": now, "pid": os.getpid(), "mode": mode}, now)
+        _state(conn, session_pk, STATE_KEY, {"state": HistorianState.RUNNING, "since": now, "pid": os.getpid(),
+                                             "mode": mode}, now)
         result = _produce(conn, session_pk, session, config, provider=provider, keep=keep, emergency=emergency,
                           now=now, holder=holder)
-        idle = {"state": "idle", "last_run_at": now, "last_status": result.status, "last_provider": result.provider,
+        idle = {"state": HistorianState.IDLE, "last_run_at": now, "last_status": result.status,
+                "last_provider": result.provider,
                 "last_calls": [{"provider": a.provider, "model": a.model, "input_tokens": a.input_tokens,
                                 "output_tokens": a.output_tokens, "source": a.tokens_source}
                                for a in result.attempts if a.tokens_source]}
@@ -340,7 +335,8 @@ def _run(conn: sqlite3.Connection, session_pk: int, *, provider: Any, keep: int 
         return result
     except BaseException:
         with contextlib.suppress(sqlite3.Error, MCError):  # never mask the original error
-            _state(conn, session_pk, STATE_KEY, {"state": "idle", "last_run_at": now, "last_status": "error"}, now)
+            _state(conn, session_pk, STATE_KEY, {"state": HistorianState.IDLE, "last_run_at": now,
+                                                 "last_status": RunStatus.ERROR}, now)
         raise
     finally:
         if lease_holder is None or adopted:
@@ -428,7 +424,9 @@ __all__ = [
     "HISTORIAN_ENV",
     "LEASE_ENV",
     "STATE_KEY",
+    "HistorianState",
     "RunResult",
+    "RunStatus",
     "acquire_lease",
     "background_argv",
     "inline_mode",

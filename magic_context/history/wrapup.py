@@ -128,6 +128,31 @@ def wrapup(conn: sqlite3.Connection, session_pk: int, *, keep: int = boundary.DE
     return result
 
 
+PASS_COMMIT_WAIT_S = 300  # a pass over a long new session commits seconds after it started its historian
+
+
+def _launched(conn: sqlite3.Connection, session_id: str, harness: str | None, token: str) -> int | None:
+    """The session's row id once the pass that started this process has committed (it starts the historian
+    mid-pass, and on a session's first pass the session itself is new): its lease then names `token`.
+    None when that never happens (the pass failed and rolled back). Before this wait, the first pass of a
+    long session left a historian that found no session, died, and stayed "running" in the lease."""
+    from magic_context.errors import NotFound
+    from magic_context.store import leases
+    from magic_context.store.sessions import find_session
+
+    deadline = time.monotonic() + PASS_COMMIT_WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            pk = find_session(conn, session_id, harness)
+        except NotFound:
+            pk = None
+        held = leases.holder(conn, runner.lease_name(pk)) if pk is not None else None
+        if held is not None and held[0].split(" ", 1)[0] == token:
+            return pk
+        time.sleep(0.05)
+    return None
+
+
 def run_background(session_id: str, harness: str | None = None) -> runner.RunResult | None:
     """The detached historian run (`mc wrapup --background`); records failures instead of raising."""
     from magic_context.store.db import open_db
@@ -135,7 +160,10 @@ def run_background(session_id: str, harness: str | None = None) -> runner.RunRes
 
     conn = open_db()
     try:
-        pk = find_session(conn, session_id, harness)
+        token = os.environ.get(runner.LEASE_ENV) or None
+        pk = find_session(conn, session_id, harness) if token is None else _launched(conn, session_id, harness, token)
+        if pk is None:
+            return None
         try:
             return runner.run_once(conn, pk, lease_holder=os.environ.get(runner.LEASE_ENV) or None, mode="background")
         except Exception as exc:  # the detached process has no one to tell: record it for `mc status`
@@ -143,8 +171,8 @@ def run_background(session_id: str, harness: str | None = None) -> runner.RunRes
             with atomic(conn):
                 publish.set_state(conn, pk, runner.FAILURE_KEY, {"class": "internal", "provider": None, "at": now,
                                                                  "message": f"{type(exc).__name__}: {exc}"}, now)
-                publish.set_state(conn, pk, runner.STATE_KEY, {"state": "idle", "last_run_at": now,
-                                                               "last_status": "error"}, now)
+                publish.set_state(conn, pk, runner.STATE_KEY, {"state": runner.HistorianState.IDLE, "last_run_at": now,
+                                                               "last_status": runner.RunStatus.ERROR}, now)
             return None
     finally:
         conn.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 from magic_context.errors import BadInput
-from magic_context.integrations.base import Scope
+from magic_context.integrations.base import Scope, ScopeKind
 
 HARNESSES = ("opencode", "pi", "claude-code", "codex")
 
@@ -36,11 +36,11 @@ def scope_for(harness: str, *, project: Path | None = None, global_: bool = Fals
                            fix="drop --project (the install is global)")
         global_ = True
     if global_:
-        return Scope("global", module.global_dir())
+        return Scope(ScopeKind.GLOBAL, module.global_dir())
     root = (project or Path.cwd()).expanduser().resolve()
     if not root.is_dir():
         raise BadInput(f"--project {root} is not a directory", fix="pass an existing project directory")
-    return Scope("project", root)
+    return Scope(ScopeKind.PROJECT, root)
 
 
 def installed_scopes(project: Path | None = None) -> list[tuple[str, Scope]]:

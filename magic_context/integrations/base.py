@@ -15,32 +15,49 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
+from enum import StrEnum
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from magic_context import __version__
+from magic_context.doctor.registry import Status as CheckStatus
 from magic_context.integrations import files, jsonc
 from magic_context.integrations.files import Change, Plan
 from magic_context.records import Factory, record
+from magic_context.results import Result
 
 INSTALL_DIR = "magic-context"
 MANIFEST = "mc.json"
 PLUGIN_FILES = ("index.js", "bridge.js")
 
 
+class ScopeKind(StrEnum):
+    """Where an install goes: one project, or the harness's global (user) config."""
+
+    PROJECT = "project"
+    GLOBAL = "global"
+
+
+class Operation(StrEnum):
+    """What `mc setup` did to a harness (`operation` in `mc setup --json`)."""
+
+    INSTALL = "install"
+    UNINSTALL = "uninstall"
+
+
 @record(frozen=True)
 class Scope:
     """Where an integration goes: one project (`root` = the project dir) or the user's global config."""
 
-    kind: str  # "project" | "global"
+    kind: ScopeKind
     root: Path
 
     def as_dict(self) -> dict[str, str]:
         return {"kind": self.kind, "path": str(self.root)}
 
     def describe(self) -> str:
-        return f"project {self.root}" if self.kind == "project" else "global config"
+        return f"project {self.root}" if self.kind == ScopeKind.PROJECT else "global config"
 
 
 @record
@@ -48,7 +65,7 @@ class SetupResult:
     """The outcome of one install or uninstall (the same shape under --dry-run, where nothing was written)."""
 
     harness: str
-    operation: str  # install | uninstall
+    operation: Operation
     scope: Scope
     dry_run: bool
     changes: list[Change] = Factory(factory=list)
@@ -62,6 +79,11 @@ class SetupResult:
         return {"harness": self.harness, "operation": self.operation, "scope": self.scope.as_dict(),
                 "dry_run": self.dry_run, "changed": self.changed,
                 "changes": [c.as_dict() for c in self.changes], "notes": list(self.notes)}
+
+
+def report(results: list[SetupResult]) -> Result:
+    """`mc setup`'s result: one entry per harness installed into (or removed from)."""
+    return Result("setup", {"results": [r.as_dict() for r in results]})
 
 
 @record(frozen=True)
@@ -85,7 +107,7 @@ class Verification:
 
     harness: str
     scope: Scope
-    status: str
+    status: CheckStatus
     detail: str
     items: tuple[str, ...] = ()
 
@@ -137,7 +159,7 @@ def client_version(binary: str | None, timeout: float = 20.0) -> str | None:
 
 def installed_in(install_dir: Callable[[Scope], Path], global_root: Path, project: Path | None) -> list[Scope]:
     """The scopes (this project, the global config) where an install manifest exists."""
-    scopes = [Scope("project", (project or Path.cwd()).resolve()), Scope("global", global_root)]
+    scopes = [Scope(ScopeKind.PROJECT, (project or Path.cwd()).resolve()), Scope(ScopeKind.GLOBAL, global_root)]
     return [s for s in scopes if read_manifest(install_dir(s)) is not None]
 
 
@@ -183,7 +205,7 @@ def install_extension(harness: str, scope: Scope, install_dir: Path, *, config: 
                       extras: Iterable[tuple[Path, bytes | None, str]] = (), dry_run: bool = False,
                       notes: list[str] | None = None) -> SetupResult:
     """Install (or refresh) the plugin directory, the config entry and the extra files; idempotent."""
-    result = SetupResult(harness, "install", scope, dry_run, notes=list(notes or []))
+    result = SetupResult(harness, Operation.INSTALL, scope, dry_run, notes=list(notes or []))
     previous = read_manifest(install_dir) or {}
     extras = [(Path(p), data, detail) for p, data, detail in extras if files.read_bytes(Path(p)) is None
               and not Path(p).is_dir()]
@@ -237,7 +259,7 @@ def install_extension(harness: str, scope: Scope, install_dir: Path, *, config: 
 def uninstall_extension(harness: str, scope: Scope, install_dir: Path, *, config: ConfigEntry | None = None,
                         dry_run: bool = False) -> SetupResult:
     """Undo `install_extension`: restore or clean the config, remove what the install created."""
-    result = SetupResult(harness, "uninstall", scope, dry_run)
+    result = SetupResult(harness, Operation.UNINSTALL, scope, dry_run)
     manifest = read_manifest(install_dir) or {}
     plan = Plan()
     record = manifest.get("config")
@@ -307,10 +329,11 @@ def version_warnings(label: str, binary: str | None, tested: tuple[str, ...]) ->
 
 def verification(harness: str, scope: Scope, problems: list[str], warnings: list[str]) -> Verification:
     if problems:
-        return Verification(harness, scope, "fail", f"{scope.describe()}: {problems[0]}", tuple(problems + warnings))
+        return Verification(harness, scope, CheckStatus.FAIL, f"{scope.describe()}: {problems[0]}",
+                            tuple(problems + warnings))
     if warnings:
-        return Verification(harness, scope, "warn", f"{scope.describe()}: {warnings[0]}", tuple(warnings))
-    return Verification(harness, scope, "ok", f"{scope.describe()}: plugin current, mc runs", ())
+        return Verification(harness, scope, CheckStatus.WARN, f"{scope.describe()}: {warnings[0]}", tuple(warnings))
+    return Verification(harness, scope, CheckStatus.OK, f"{scope.describe()}: plugin current, mc runs", ())
 
 
 def _is_bundled(harness: str, path: Path) -> bool:
@@ -345,6 +368,7 @@ def _plan_entry_removal(plan: Plan, path: Path, key: str, value: Any) -> None:
                    f"remove {value!r} from `{key}`")
 
 
-__all__ = ["INSTALL_DIR", "MANIFEST", "ConfigEntry", "Detection", "Scope", "SetupResult", "Verification",
+__all__ = ["INSTALL_DIR", "MANIFEST", "ConfigEntry", "Detection", "Operation", "Scope", "ScopeKind", "SetupResult",
+           "Verification",
            "bundled", "client_version", "detect", "install_extension", "installed_in", "mc_command", "missing_dirs",
            "read_manifest", "uninstall_extension", "verification", "verify_extension", "version_warnings"]

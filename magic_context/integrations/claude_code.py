@@ -22,7 +22,7 @@ from typing import Any
 
 from magic_context.errors import BadInput
 from magic_context.integrations import base, proxied
-from magic_context.integrations.base import Detection, Scope, SetupResult, Verification
+from magic_context.integrations.base import Detection, Scope, ScopeKind, SetupResult, Verification
 
 NAME = "claude-code"
 BINARY = "claude"
@@ -39,7 +39,7 @@ def global_dir() -> Path:
 
 
 def settings_file(scope: Scope) -> Path:
-    return scope.root / ".claude" / "settings.json" if scope.kind == "project" else scope.root / "settings.json"
+    return scope.root / ".claude" / "settings.json" if scope.kind == ScopeKind.PROJECT else scope.root / "settings.json"
 
 
 def install_dir(scope: Scope) -> Path:
@@ -81,7 +81,7 @@ def install(scope: Scope, *, dry_run: bool = False) -> SetupResult:
     record = base.read_manifest(install_dir(scope))
     previous = record["previous"] if record else {BASE_URL: env.get(BASE_URL), HEADERS: env.get(HEADERS)}
     proxy = proxied.proxy_url()
-    mc_headers = [f"x-mc-project-dir: {scope.root}"] if scope.kind == "project" else []
+    mc_headers = [f"x-mc-project-dir: {scope.root}"] if scope.kind == ScopeKind.PROJECT else []
     upstream = previous.get(BASE_URL)
     if upstream and str(upstream).rstrip("/") != proxy:
         mc_headers.append(f"x-mc-upstream: {str(upstream).rstrip('/')}")

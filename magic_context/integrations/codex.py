@@ -20,7 +20,7 @@ from typing import Any
 
 from magic_context.errors import BadInput
 from magic_context.integrations import base, proxied
-from magic_context.integrations.base import Detection, Scope, SetupResult, Verification
+from magic_context.integrations.base import Detection, Scope, ScopeKind, SetupResult, Verification
 
 NAME = "codex"
 BINARY = "codex"
@@ -46,7 +46,7 @@ def config_file(_scope: Scope | None = None) -> Path:
 
 def install_dir(scope: Scope) -> Path:
     """Where the install record lives; a project scope has none (Codex has no project providers)."""
-    if scope.kind != "global":
+    if scope.kind != ScopeKind.GLOBAL:
         return proxied.record_dir(NAME, scope.root / ".codex" / "config.toml")
     return proxied.record_dir(NAME, config_file())
 
@@ -80,7 +80,7 @@ def _previous(doc: Any) -> dict[str, Any]:
 def install(scope: Scope, *, dry_run: bool = False) -> SetupResult:
     import tomlkit
 
-    if scope.kind != "global":
+    if scope.kind != ScopeKind.GLOBAL:
         raise BadInput("Codex reads model providers only from its user config", fix="pass --global")
     path = config_file()
     record = base.read_manifest(install_dir(scope))
@@ -145,7 +145,7 @@ def _strip(current: bytes, previous: dict[str, Any]) -> bytes:
 
 
 def uninstall(scope: Scope, *, dry_run: bool = False) -> SetupResult:
-    if scope.kind != "global":
+    if scope.kind != ScopeKind.GLOBAL:
         raise BadInput("Codex reads model providers only from its user config", fix="pass --global")
     return proxied.uninstall(NAME, scope, config_file(), strip=_strip, dry_run=dry_run)
 

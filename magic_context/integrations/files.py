@@ -12,17 +12,28 @@ import hashlib
 import os
 import tempfile
 import time
+from enum import StrEnum
 from pathlib import Path
 
 from magic_context import paths
 from magic_context.records import Factory, as_dict, record
 
 
+class ChangeAction(StrEnum):
+    """What `mc setup` did (or would do) to one path."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+    MKDIR = "mkdir"
+    RMDIR = "rmdir"
+
+
 @record(frozen=True)
 class Change:
     """One change on disk, as reported to the user (`--json` too)."""
 
-    action: str  # create | update | delete | mkdir | rmdir
+    action: ChangeAction
     path: str
     detail: str = ""
     backup: str | None = None
@@ -119,7 +130,7 @@ def apply(plan: Plan, *, dry_run: bool = False, label: str = "mc") -> list[Chang
             if not dry_run:
                 path.mkdir(parents=True, exist_ok=True)
             made_dirs.add(path)
-            changes.append(Change("mkdir", str(path), op.detail))
+            changes.append(Change(ChangeAction.MKDIR, str(path), op.detail))
         elif op.kind == "write":
             current = None if path in deleted else read_bytes(path)
             if current == op.data:
@@ -131,7 +142,8 @@ def apply(plan: Plan, *, dry_run: bool = False, label: str = "mc") -> list[Chang
                 path.parent.mkdir(parents=True, exist_ok=True)
                 _atomic_write(path, op.data or b"")
             deleted.discard(path)
-            changes.append(Change("create" if current is None else "update", str(path), op.detail, backup))
+            action = ChangeAction.CREATE if current is None else ChangeAction.UPDATE
+            changes.append(Change(action, str(path), op.detail, backup))
         elif op.kind in ("delete", "delete-nobackup"):
             if path in deleted or not path.is_file():
                 continue
@@ -141,15 +153,15 @@ def apply(plan: Plan, *, dry_run: bool = False, label: str = "mc") -> list[Chang
                     backup = str(_backup(path, stamp))
                 path.unlink()
             deleted.add(path)
-            changes.append(Change("delete", str(path), op.detail, backup))
+            changes.append(Change(ChangeAction.DELETE, str(path), op.detail, backup))
         elif op.kind == "rmdir":
             if path in deleted or not _dir_empty_after(path, deleted):
                 continue
             if not dry_run:
                 path.rmdir()
             deleted.add(path)
-            changes.append(Change("rmdir", str(path), op.detail))
+            changes.append(Change(ChangeAction.RMDIR, str(path), op.detail))
     return changes
 
 
-__all__ = ["Change", "Plan", "apply", "backup_root", "read_bytes", "sha256"]
+__all__ = ["Change", "ChangeAction", "Plan", "apply", "backup_root", "read_bytes", "sha256"]

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from magic_context import __version__, paths
+from magic_context.doctor.registry import Status as CheckStatus
 from magic_context.integrations import base, files
-from magic_context.integrations.base import Scope, SetupResult, Verification
+from magic_context.integrations.base import Operation, Scope, SetupResult, Verification
 from magic_context.integrations.files import Plan
 
 HEALTH_PATH = "/mc/health"  # the proxy's health endpoint (magic_context.proxy.app.HEALTH_PATH)
@@ -52,7 +53,7 @@ def install(harness: str, scope: Scope, config_path: Path, *, proxy: str, render
 
     `previous` holds the values the edit replaced (kept from an earlier install's record on a re-run, so a
     second install never records mc's own values as the user's)."""
-    result = SetupResult(harness, "install", scope, dry_run, notes=list(notes))
+    result = SetupResult(harness, Operation.INSTALL, scope, dry_run, notes=list(notes))
     where = record_dir(harness, config_path)
     earlier = base.read_manifest(where) or {}
     before = files.read_bytes(config_path)
@@ -86,7 +87,7 @@ def uninstall(harness: str, scope: Scope, config_path: Path, *, strip: Callable[
               dry_run: bool) -> SetupResult:
     """Undo `install`: restore the backup (or delete a created file) while the file is as mc left it, else
     `strip(current bytes, previous values)` takes out only mc's values."""
-    result = SetupResult(harness, "uninstall", scope, dry_run)
+    result = SetupResult(harness, Operation.UNINSTALL, scope, dry_run)
     where = record_dir(harness, config_path)
     record = base.read_manifest(where)
     current = files.read_bytes(config_path)
@@ -148,8 +149,9 @@ def verify(harness: str, label: str, scope: Scope, config_path: Path, *, routed:
         problems.append(problem)
     warnings = base.version_warnings(label, binary, tested)
     verdict = base.verification(harness, scope, problems, warnings)
-    if verdict.status == "ok":
-        return Verification(harness, scope, "ok", f"{scope.describe()}: routed through mc proxy at {url} (answering)")
+    if verdict.status == CheckStatus.OK:
+        return Verification(harness, scope, CheckStatus.OK,
+                            f"{scope.describe()}: routed through mc proxy at {url} (answering)")
     return verdict
 
 

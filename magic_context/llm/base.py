@@ -12,6 +12,7 @@ import math
 import os
 import time
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from magic_context.errors import MCError
@@ -45,10 +46,26 @@ def one_line(text: str, limit: int = MAX_DETAIL_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+class AttemptKind(StrEnum):
+    """How one provider request went: ok, or its failure class (`historian_failure.class` in `mc status`)."""
+
+    OK = "ok"
+    TIMEOUT = "timeout"
+    HTTP = "http"
+    AUTH = "auth"
+    EMPTY = "empty"
+    PARSE = "parse"
+    COMMAND = "command"
+    CONFIG = "config"
+    INVALID = "invalid"  # the answer failed validation, also after its one repair
+    INTERNAL = "internal"  # the provider raised something that is not a ProviderError
+    EXHAUSTED = "exhausted"  # every provider of the chain failed
+
+
 class ProviderError(MCError):
     """Raised when a provider could not produce a usable answer; `kind` is its failure class."""
 
-    kind: ClassVar[str] = "http"
+    kind: ClassVar[AttemptKind] = AttemptKind.HTTP
 
     def __init__(self, message: str, *, provider: str, fix: str | None = None, status: int | None = None) -> None:
         super().__init__(one_line(f"{provider}: {message}", 2 * MAX_DETAIL_CHARS),
@@ -60,49 +77,49 @@ class ProviderError(MCError):
 class ProviderTimeout(ProviderError):
     """Raised when the request or command ran past its timeout."""
 
-    kind = "timeout"
+    kind = AttemptKind.TIMEOUT
 
 
 class ProviderHTTPError(ProviderError):
     """Raised on a non-auth HTTP error status, or when the server could not be reached."""
 
-    kind = "http"
+    kind = AttemptKind.HTTP
 
 
 class ProviderAuthError(ProviderError):
     """Raised when the key env var is unset or the server answered 401/403."""
 
-    kind = "auth"
+    kind = AttemptKind.AUTH
 
 
 class ProviderEmpty(ProviderError):
     """Raised when the answer carried no text."""
 
-    kind = "empty"
+    kind = AttemptKind.EMPTY
 
 
 class ProviderParseError(ProviderError):
     """Raised when the response body is not JSON or not the expected shape."""
 
-    kind = "parse"
+    kind = AttemptKind.PARSE
 
 
 class ProviderCommandError(ProviderError):
     """Raised when the command provider's process could not start or exited non-zero."""
 
-    kind = "command"
+    kind = AttemptKind.COMMAND
 
 
 class ProviderConfigError(ProviderError):
     """Raised when a provider is selected but its config is incomplete (no model, no base_url, no argv)."""
 
-    kind = "config"
+    kind = AttemptKind.CONFIG
 
 
 class InvalidOutput(ProviderError):
     """Raised (and recorded) when an answer failed validation, also after its one repair."""
 
-    kind = "invalid"
+    kind = AttemptKind.INVALID
 
 
 @runtime_checkable
@@ -276,6 +293,7 @@ class HttpProvider:
 
 
 __all__ = [
+    "AttemptKind",
     "Completion",
     "HttpProvider",
     "HttpSettings",

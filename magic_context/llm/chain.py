@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from magic_context.errors import MCError
 from magic_context.llm.base import (
+    AttemptKind,
     Completion,
     InvalidOutput,
     Provider,
@@ -27,14 +28,14 @@ from magic_context.records import record
 
 T = TypeVar("T")
 
-OK = "ok"
-INTERNAL = "internal"
+OK = AttemptKind.OK
+INTERNAL = AttemptKind.INTERNAL
 
 
 class ChainExhausted(ProviderError):
     """Raised when every provider in the chain failed; `attempts` lists what each one did."""
 
-    kind = "exhausted"
+    kind = AttemptKind.EXHAUSTED
 
     def __init__(self, message: str, *, attempts: Sequence[Attempt], fix: str | None = None) -> None:
         super().__init__(message, provider="historian", fix=fix)
@@ -43,11 +44,11 @@ class ChainExhausted(ProviderError):
 
 @record(frozen=True)
 class Attempt:
-    """One request to one provider: `kind` is "ok", a `ProviderError.kind`, "invalid" or "internal"."""
+    """One request to one provider: `kind` is ok, a `ProviderError.kind`, invalid or internal."""
 
     provider: str
     model: str | None
-    kind: str
+    kind: AttemptKind
     error: str | None
     ms: int
     repair: bool = False
@@ -153,7 +154,7 @@ class _Recorder:
             self.add(provider, INTERNAL, f"{type(exc).__name__}: {_error_text(exc)}", elapsed_ms(started), repair)
         return None
 
-    def add(self, provider: Provider, kind: str, error: str | None, ms: int, repair: bool) -> None:
+    def add(self, provider: Provider, kind: AttemptKind, error: str | None, ms: int, repair: bool) -> None:
         tokens_in, tokens_out, source = self._tokens
         self._tokens = (0, 0, "")
         self.attempts.append(Attempt(provider=provider.name, model=getattr(provider, "model", None), kind=kind,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from enum import StrEnum
 
 from magic_context.errors import BadInput
 
@@ -20,10 +21,29 @@ CATEGORIES: Final = ("PROJECT_RULES", "ARCHITECTURE", "CONSTRAINTS", "CONFIG_VAL
 #: Older names: still read, rendered (A–Z after the five), imported and promoted.
 LEGACY_CATEGORIES: Final = ("ARCHITECTURE_DECISIONS", "CONFIG_DEFAULTS", "USER_PREFERENCES", "USER_DIRECTIVES",
                             "ENVIRONMENT", "WORKFLOW_RULES", "KNOWN_ISSUES")
-ACTIVE, PERMANENT, ARCHIVED = "active", "permanent", "archived"
-STATUSES: Final = (ACTIVE, PERMANENT, ARCHIVED)
-HISTORIAN, AGENT, DREAMER, USER = "historian", "agent", "dreamer", "user"
-SOURCE_TYPES: Final = (HISTORIAN, AGENT, DREAMER, USER)
+
+
+class MemoryStatus(StrEnum):
+    """`memories.status` (expired and superseded are derived: `expires_at`, `superseded_by`)."""
+
+    ACTIVE = "active"
+    PERMANENT = "permanent"
+    ARCHIVED = "archived"
+
+
+class SourceType(StrEnum):
+    """`memories.source_type`: who wrote a memory."""
+
+    HISTORIAN = "historian"
+    AGENT = "agent"
+    DREAMER = "dreamer"
+    USER = "user"
+
+
+ACTIVE, PERMANENT, ARCHIVED = MemoryStatus.ACTIVE, MemoryStatus.PERMANENT, MemoryStatus.ARCHIVED
+STATUSES: Final = tuple(MemoryStatus)
+HISTORIAN, AGENT, DREAMER, USER = SourceType.HISTORIAN, SourceType.AGENT, SourceType.DREAMER, SourceType.USER
+SOURCE_TYPES: Final = tuple(SourceType)
 DEFAULT_IMPORTANCE: Final = 50
 #: The render cap (`history.render.MEMORY_CONTENT_CAP_BYTES`): a longer memory could never be shown whole.
 MAX_CONTENT_BYTES: Final = 64 * 1024
@@ -107,6 +127,8 @@ __all__ = [
     "SOURCE_TYPES",
     "STATUSES",
     "USER",
+    "MemoryStatus",
+    "SourceType",
     "category",
     "content",
     "content_hash",

@@ -10,15 +10,33 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from enum import StrEnum
 from typing import Any
 
 from magic_context.errors import BadInput, NotFound
 from magic_context.store import notes as store
 from magic_context.store.db import atomic
 
-SESSION, PROJECT = "session", "project"
-ACTIVE, PENDING, READY, DISMISSED = "active", "pending", "ready", "dismissed"
-STATUSES = (ACTIVE, PENDING, READY, DISMISSED)
+
+class NoteType(StrEnum):
+    """`notes.type`: a session's note, or one every session of the project sees."""
+
+    SESSION = "session"
+    PROJECT = "project"
+
+
+class NoteStatus(StrEnum):
+    """`notes.status`: a conditional note is pending until the dreamer finds its condition met (ready)."""
+
+    ACTIVE = "active"
+    PENDING = "pending"
+    READY = "ready"
+    DISMISSED = "dismissed"
+
+
+SESSION, PROJECT = NoteType.SESSION, NoteType.PROJECT
+ACTIVE, PENDING, READY, DISMISSED = NoteStatus.ACTIVE, NoteStatus.PENDING, NoteStatus.READY, NoteStatus.DISMISSED
+STATUSES = tuple(NoteStatus)
 MAX_CONTENT_BYTES = 16 * 1024
 
 
@@ -117,5 +135,5 @@ def nudge_text(deferred: int, ready: int) -> str:
     return note_nudge.text(deferred, ready)
 
 
-__all__ = ["ACTIVE", "DISMISSED", "PENDING", "PROJECT", "READY", "SESSION", "STATUSES", "add", "counts", "dismiss",
-           "list_notes", "mark_checked", "mark_ready", "nudge_text"]
+__all__ = ["ACTIVE", "DISMISSED", "PENDING", "PROJECT", "READY", "SESSION", "STATUSES", "NoteStatus", "NoteType",
+           "add", "counts", "dismiss", "list_notes", "mark_checked", "mark_ready", "nudge_text"]

@@ -21,6 +21,7 @@ import time
 
 from magic_context import __version__, log, paths
 from magic_context.errors import BadInput, CheckFailed
+from magic_context.results import Problem, Result, Status
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -175,14 +176,16 @@ def serve(settings: ProxySettings, *, on_ready: Callable[[dict[str, Any]], None]
         log.info(f"proxy: stopped (pid {os.getpid()})")
 
 
-def status(timeout_s: float = 2.0) -> dict[str, Any]:
-    """Whether the managed proxy runs and what its health endpoint says (and where it logs)."""
+def status(timeout_s: float = 2.0) -> Result:
+    """Whether the managed proxy runs and what its health endpoint says (and where it logs); failed, with a
+    coded problem (`not_running`, `not_responding`), unless it runs and answers."""
     files = {"record_file": record_file(), "log_file": paths.log_file(), "background_log_file": background_log_file()}
     record = read_record()
     if record is None:
-        return {"running": False, **files}
+        return _status_failed({"running": False, **files}, "not_running", "mc proxy is not running")
     if not alive(record["pid"]):
-        return {"running": False, "stale_record": record, **files}
+        return _status_failed({"running": False, "stale_record": record, **files}, "not_running",
+                              "mc proxy is not running (its record was stale: the process is gone)")
     import httpx
 
     from magic_context.proxy.app import HEALTH_PATH
@@ -191,25 +194,40 @@ def status(timeout_s: float = 2.0) -> dict[str, Any]:
         answer = httpx.get(str(record["address"]) + HEALTH_PATH, timeout=timeout_s, trust_env=False)
         health = answer.json()
     except (httpx.HTTPError, ValueError) as exc:
-        return {"running": True, "responding": False, "error": str(exc), **record, **files}
-    return {"running": True, "responding": True, **record, **health, **files}
+        return _status_failed({"running": True, "responding": False, "error": str(exc), **record, **files},
+                              "not_responding",
+                              f"mc proxy (pid {record['pid']}) runs at {record['address']} but does not answer: {exc}")
+    return Result("proxy status", {"running": True, "responding": True, **record, **health, **files})
 
 
-def stop(timeout_s: float) -> dict[str, Any]:
-    """SIGTERM the managed proxy and wait for it to exit (in-flight answers finish first)."""
+def _status_failed(data: dict[str, Any], code: str, message: str) -> Result:
+    fix = ("start it with `mc proxy` or `mc proxy --daemon`" if code == "not_running"
+           else f"`mc proxy stop`, then start it again; see {data['log_file']}")
+    return Result("proxy status", data, Status.FAILED, (Problem(code, message, fix),))
+
+
+def stop(timeout_s: float) -> Result:
+    """SIGTERM the managed proxy and wait for it to exit (in-flight answers finish first); failed, coded
+    `not_running` or `stop_timeout`, when there was none or it is still running after `timeout_s`."""
     record = running()
     if record is None:
-        return {"stopped": False, "reason": "no mc proxy is running"}
+        return _stop_failed({"stopped": False, "reason": "no mc proxy is running"}, "not_running",
+                            "start one with `mc proxy` or `mc proxy --daemon`")
     pid = int(record["pid"])
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
     while alive(pid):
         if time.monotonic() > deadline:
-            return {"stopped": False, "pid": pid,
-                    "reason": f"still running after {timeout_s:g}s (in-flight answers finishing)"}
+            return _stop_failed({"stopped": False, "pid": pid,
+                                 "reason": f"still running after {timeout_s:g}s (in-flight answers finishing)"},
+                                "stop_timeout", "wait and run `mc proxy stop` again, or pass a longer --timeout")
         time.sleep(0.05)
     _remove_record(pid)
-    return {"stopped": True, "pid": pid, "address": record.get("address")}
+    return Result("proxy stop", {"stopped": True, "pid": pid, "address": record.get("address")})
+
+
+def _stop_failed(data: dict[str, Any], code: str, fix: str) -> Result:
+    return Result("proxy stop", data, Status.FAILED, (Problem(code, data["reason"], fix),))
 
 
 def start_background(args: list[str]) -> dict[str, Any]:

@@ -8,7 +8,9 @@ verbatim when the same text, `§N§` tags aside, is in the final request):
 * commit hashes from git output anywhere (`commit <sha>`, `[branch <sha>]`, `git log --oneline` lines);
 * user instructions: user-typed text of 20 characters or more, keyed by its first 80 characters
   (case and whitespace folded).
-An anchor is retained when its key is visible anywhere in the request, head summaries included.
+An anchor is retained when its key is visible anywhere in the request, head summaries included. The
+visible text is read as the model reads it: the `&lt;`, `&gt;` and `&amp;` that mc's `<session-history>`
+block escapes its quotes with count as `<`, `>` and `&` (a quoted `<pr_description>` task is retained).
 `Retention` measures it on every pass (mean and minimum), for mc and for each baseline.
 """
 
@@ -59,6 +61,14 @@ def _untag(text: str) -> str:
     return _TAG.sub("", text) if "§" in text else text
 
 
+def _visible(text: str) -> str:
+    """Text as the model reads it: tags removed, the XML escapes of the history block undone."""
+    text = _untag(text)
+    if "&" in text:
+        text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    return text
+
+
 def _fold(text: str) -> str:
     return _SPACE.sub(" ", text).strip().lower()
 
@@ -91,13 +101,13 @@ def _commits(text: str) -> set[str]:
 
 def served_text(messages: list[m.Message], system: list[str] | None = None) -> str:
     """Everything the model sees in a request, tags removed (for visibility checks)."""
-    parts = list(system or [])
+    parts = [_visible(text) for text in system or []]
     for msg in messages:
         for block in msg.blocks:
             if block.kind == m.TOOL_CALL:
                 parts.append(json.dumps(block.input, ensure_ascii=False, default=str))
             elif block.text:
-                parts.append(_untag(block.text))
+                parts.append(_visible(block.text))
     return "\n".join(parts)
 
 
@@ -122,15 +132,25 @@ def _block_anchors(msg: m.Message, block: m.Block) -> dict[str, set[str]]:
 
 
 class Retention:
-    """Anchor retention measured pass after pass on a growing history (block anchors computed once).
+    """Anchor retention measured pass after pass on a growing history (same figures as `retention`).
 
-    `measure(history, served, system)` is `retention(...)` with the per-block work memoized by block
-    identity (the replay's history objects live for the whole replay); the reports of every pass are
-    kept so `summary()` can give the mean and the minimum over the passes that had anchors.
+    `measure(history, served, system)` is `retention(...)` with its work memoized, because a replay
+    measures every pass of every strategy (it was two thirds of `bench/run.py`'s time): each block's
+    key, anchors and served text are kept by block identity (the replay's history objects, and the
+    baselines' served ones, live for the whole replay); the history's blocks that name anchors are
+    indexed once as the history grows (it is the same list, one prefix longer per pass); and the
+    served text is case-and-space folded part by part, memoized by text, which gives the fold of the
+    whole text (whitespace runs across a part boundary fold to one space either way). The reports of
+    every pass are kept so `summary()` can give the mean and the minimum over the passes with anchors.
     """
 
     def __init__(self) -> None:
         self._blocks: dict[int, tuple[m.Block, str, dict[str, set[str]]]] = {}
+        self._parts: dict[int, tuple[m.Block, str, str]] = {}  # served block → (key, served text)
+        self._folded: dict[str, str] = {}
+        self._shown: dict[str, str] = {}  # system text → as the model reads it
+        self._indexed: list[m.Message] = []  # the history prefix already indexed
+        self._named: list[tuple[str, dict[str, set[str]]]] = []  # its blocks that name anchors
         self.reports: list[AnchorReport] = []
 
     def _info(self, msg: m.Message, block: m.Block) -> tuple[str, dict[str, set[str]]]:
@@ -139,18 +159,56 @@ class Retention:
             hit = self._blocks[id(block)] = (block, _block_key(block), _block_anchors(msg, block))
         return hit[1], hit[2]
 
-    def measure(self, history: list[m.Message], served: list[m.Message],
-                system: list[str] | None = None) -> AnchorReport:
-        verbatim = {_block_key(b) for msg in served for b in msg.blocks}
-        anchors: dict[str, set[str]] = {kind: set() for kind in KINDS}
-        for msg in history:
+    def _part(self, block: m.Block) -> tuple[str, str]:
+        hit = self._parts.get(id(block))
+        if hit is None or hit[0] is not block:
+            text = (json.dumps(block.input, ensure_ascii=False, default=str) if block.kind == m.TOOL_CALL
+                    else _visible(block.text) if block.text else "")
+            hit = self._parts[id(block)] = (block, _block_key(block), text)
+        return hit[1], hit[2]
+
+    def _visible(self, text: str) -> str:
+        found = self._shown.get(text)
+        if found is None:
+            found = self._shown[text] = _visible(text)
+        return found
+
+    def _fold_part(self, text: str) -> str:
+        found = self._folded.get(text)
+        if found is None:
+            found = self._folded[text] = _fold(text)
+        return found
+
+    def _index(self, history: list[m.Message]) -> list[tuple[str, dict[str, set[str]]]]:
+        done = len(self._indexed)
+        if done > len(history) or any(history[i] is not self._indexed[i] for i in (0, done - 1) if done):
+            self._indexed, self._named, done = [], [], 0  # not the history indexed so far: start again
+        for msg in history[done:]:
             for block in msg.blocks:
                 key, found = self._info(msg, block)
-                if not found or key in verbatim:
-                    continue
-                for kind, keys in found.items():
-                    anchors[kind] |= keys
-        report = _check(anchors, served_text(served, system))
+                if found:
+                    self._named.append((key, found))
+        self._indexed.extend(history[done:])
+        return self._named
+
+    def measure(self, history: list[m.Message], served: list[m.Message],
+                system: list[str] | None = None) -> AnchorReport:
+        verbatim: set[str] = set()
+        parts = [self._visible(text) for text in system or []]
+        for msg in served:
+            for block in msg.blocks:
+                key, text = self._part(block)
+                verbatim.add(key)
+                if text:
+                    parts.append(text)
+        anchors: dict[str, set[str]] = {kind: set() for kind in KINDS}
+        for key, found in self._index(history):
+            if key in verbatim:
+                continue
+            for kind, keys in found.items():
+                anchors[kind] |= keys
+        folded = " ".join(f for f in map(self._fold_part, parts) if f)
+        report = _check(anchors, "\n".join(parts), folded)
         self.reports.append(report)
         return report
 
@@ -170,8 +228,9 @@ class Retention:
         return out
 
 
-def _check(anchors: dict[str, set[str]], visible: str) -> AnchorReport:
-    visible_folded = _fold(visible)
+def _check(anchors: dict[str, set[str]], visible: str, visible_folded: str | None = None) -> AnchorReport:
+    if visible_folded is None:
+        visible_folded = _fold(visible)
     report = AnchorReport()
     for kind in KINDS:
         haystack = visible_folded if kind == "instructions" else visible

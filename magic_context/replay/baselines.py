@@ -43,7 +43,10 @@ REFERENCE_WINDOW: Final = 200_000  # the window the harnesses' absolute figures 
 
 @record(frozen=True)
 class NativeProfile:
-    """One harness's own compaction. Shares are of the window (absolute figures over a 200k window)."""
+    """One harness's own compaction. Shares are of the window (absolute figures over a 200k window).
+
+    `source` names where each figure comes from; `unmeasured` lists the figures no recording or
+    harness code gave us (assumed values, said so wherever the profile is shown)."""
 
     name: str
     trigger: float  # compacts when a request passes this share of the window
@@ -52,40 +55,60 @@ class NativeProfile:
     summary_cached: bool  # the summary call re-sends the conversation as is, so it reads it from the cache
     users_only: bool = False  # the tail keeps only user messages (Codex)
     source: str = ""
+    unmeasured: tuple[str, ...] = ()  # of "trigger", "tail", "summary_tokens", "summary_cached"
 
 
+# Where the figures come from. "Measured" means seen in a recording in ../shared/data/sessions; "from
+# the harness's code" means read off its source or docs as described in
+# shared/spec/reference/peers-and-economics.md (§ numbers below), not observed in a recording here. Only
+# Pi compacts in our recordings; no Claude Code, OpenCode or Codex recording here contains a real
+# compaction (the Claude Code fixture with a compact_boundary is synthetic), so their summary sizes are
+# not measured: 2 000 tokens is an assumption, listed in `unmeasured`.
 PROFILES: Final = {
-    # Trigger: auto-compact fires 13 000 below the effective window (window − 20 000 reserved for the
-    # summary): 167k of 200k = 83.5% (reverse-engineered autoCompact.ts, peers-and-economics.md §1.5).
-    # Tail: none; the 9-section summary replaces the whole history (the ≤ 5 re-read files it restores,
-    # ≤ 50k tokens, are not modelled). Summary: no recorded Claude Code summary in our data, so the
-    # 2 000 tokens of the generic model (unmeasured). Cache: the summary request is the conversation
-    # plus an instruction, so it reads the conversation from the cache.
-    "claude-code": NativeProfile("native:claude-code", 0.835, 0.0, 2000, True,
-                                 source="autoCompact.ts thresholds (§1.5); summary size unmeasured"),
-    # Trigger: overflow when input + cache.read + output > context − min(output limit, 32k): 84% on a
-    # 200k window with 32k output, up to 90% with smaller output limits (compaction.ts, §1.2); the
-    # lower end is used. Tail: ~15 000 recent tokens kept verbatim (compaction.keep.tokens, opencode.ai
-    # docs, §1.2) = 7.5%. Summary: unmeasured, 2 000. Cache: the default mode sends the full
-    # conversation, so the summary call reads it from the cache ("prepend" mode would not).
-    "opencode": NativeProfile("native:opencode", 0.84, 0.075, 2000, True,
-                              source="compaction.ts overflow rule, compaction.keep.tokens (§1.2)"),
-    # Trigger: contextTokens > window − reserveTokens (16 384): 91.8% of 200k; in pi_before-compaction
-    # Pi compacted at 87.5% and 92.5%. Tail: keepRecentTokens 20 000 = 10% (the recording kept ~10%).
-    # Summary: 1 118 and 924 tokens in the recording, so ~1 000. Cache: Pi serializes the history into
-    # one summarization prompt, so the call reads nothing from the cache.
-    "pi": NativeProfile("native:pi", 0.92, 0.10, 1000, False,
-                        source="pi_before-compaction.jsonl (compactions at 87.5%/92.5%, 1 118/924-token "
-                               "summaries, ~10% kept) and Pi's reserveTokens/keepRecentTokens defaults"),
-    # Trigger: ~90% of the window (codex-rs auto-compact limit, §1.6). Tail: the summary plus recent
-    # user messages up to 20 000 tokens (codex-rs compact.rs user-message budget) = 10%, no assistant
-    # or tool messages. Summary: unmeasured, 2 000. Cache: the handoff summary is a separate request
+    # Trigger (harness code): auto-compact fires 13 000 below the effective window (window − 20 000
+    # reserved for the summary): 167k of 200k = 83.5% (reverse-engineered autoCompact.ts, §1.5).
+    # Tail (harness code): none; the 9-section summary replaces the whole history (the ≤ 5 re-read
+    # files it restores, ≤ 50k tokens, are not modelled). Summary: UNMEASURED, assumed 2 000. Cache
+    # (harness code): the summary request is the conversation plus an instruction, so it reads the
+    # conversation from the cache.
+    "claude-code": NativeProfile(
+        "native:claude-code", 0.835, 0.0, 2000, True,
+        source="trigger and tail from Claude Code's reverse-engineered autoCompact.ts (peers-and-economics "
+               "§1.5); summary size not measured (assumed 2 000 tokens)", unmeasured=("summary_tokens",)),
+    # Trigger (harness code): overflow when input + cache.read + output > context − min(output limit, 32k):
+    # 84% on a 200k window with 32k output, up to 90% with smaller output limits (compaction.ts, §1.2);
+    # the lower end is used. Tail (harness docs): ~15 000 recent tokens kept verbatim
+    # (compaction.keep.tokens, opencode.ai docs, §1.2) = 7.5%. Summary: UNMEASURED, assumed 2 000. Cache
+    # (harness docs): the default mode sends the full conversation, so the summary call reads it from the
+    # cache ("prepend" mode would not).
+    "opencode": NativeProfile(
+        "native:opencode", 0.84, 0.075, 2000, True,
+        source="trigger from OpenCode's compaction.ts overflow rule, tail from compaction.keep.tokens "
+               "(peers-and-economics §1.2); summary size not measured (assumed 2 000 tokens)",
+        unmeasured=("summary_tokens",)),
+    # Trigger (measured, and harness code): contextTokens > window − reserveTokens (16 384) = 91.8% of
+    # 200k; in pi_before-compaction Pi compacted at 87.5% and 92.5%. Tail (measured): keepRecentTokens
+    # 20 000 = 10%, and the recording kept ~10%. Summary (measured): 1 118 and 924 tokens in the
+    # recording, so ~1 000. Cache (harness code): Pi serializes the history into one summarization
+    # prompt, so the call reads nothing from the cache.
+    "pi": NativeProfile(
+        "native:pi", 0.92, 0.10, 1000, False,
+        source="measured in pi_before-compaction.jsonl (compactions at 87.5%/92.5%, 1 118/924-token "
+               "summaries, ~10% kept), matching Pi's reserveTokens/keepRecentTokens defaults"),
+    # Trigger (harness code, as third-party analyses describe it): ~90% of the window (codex-rs
+    # auto-compact limit, §1.6). Tail (harness code): the summary plus recent user messages up to
+    # 20 000 tokens (codex-rs compact.rs user-message budget) = 10%, no assistant or tool messages.
+    # Summary: UNMEASURED, assumed 2 000. Cache (harness code): the handoff summary is a separate request
     # (or the remote /responses/compact endpoint), so it reads nothing from the cache.
-    "codex": NativeProfile("native:codex", 0.90, 0.10, 2000, False, users_only=True,
-                           source="codex-rs compact.rs (90% trigger, 20k user-message budget, §1.6)"),
+    "codex": NativeProfile(
+        "native:codex", 0.90, 0.10, 2000, False, users_only=True,
+        source="trigger and user-message tail from codex-rs compact.rs as third-party analyses describe it "
+               "(peers-and-economics §1.6); summary size not measured (assumed 2 000 tokens)",
+        unmeasured=("summary_tokens",)),
 }
 # The model every baseline used before the per-harness profiles; kept for a harness without one.
-GENERIC: Final = NativeProfile("native", 0.85, 0.20, 2000, True, source="generic: 85% trigger, 20% tail")
+GENERIC: Final = NativeProfile("native", 0.85, 0.20, 2000, True, source="generic model, not measured: 85% trigger, "
+                                "20% tail, 2 000-token summary", unmeasured=("trigger", "tail", "summary_tokens"))
 # The harness whose compaction a recording's format stands for. mini-swe-agent (OpenAI Chat) has no
 # compaction of its own: its recordings are compared with Codex, the OpenAI-format agent that has one.
 HARNESS_PROFILE: Final = {m.ANTHROPIC: "claude-code", m.OPENCODE: "opencode", m.PI: "pi",
@@ -210,6 +233,8 @@ class Baseline:
         self.summaries = 0
         self.summary_text = ""
         self.clear_trigger = min(CLEAR_TRIGGER, int(CLEAR_TRIGGER_SHARE * window))
+        # A replay choice, not a harness figure: in a window smaller than the 200k the sizes were seen on,
+        # the summary is capped at a tenth of it (a 2 000-token summary in a 10k window would be a fifth).
         self.summary_tokens = min(self.profile.summary_tokens, window // 10)
         self._clear_tokens = counter.text(CLEAR_PLACEHOLDER)
 

@@ -129,6 +129,19 @@ class Ledger:
         self.busts = self.cold = 0
         self.resent_tokens = self.resent_read = 0  # warm passes: tokens sent again, and how many were read
         self.usd = 0.0
+        self._adds: list[tuple[Sequence[Unit], int | None, int, bool]] = []  # every call, for `repriced`
+        self._bills: list[tuple[int, int, Pricing | None]] = []
+
+    def repriced(self, price: Pricing) -> Ledger:
+        """The same requests priced at `price`: a new ledger fed this one's calls in order (what a replay
+        under another pricing would bill, without serving the passes again). A `bill` made at an explicit
+        price (a model historian's) keeps it; bills touch no cache state, so they need no interleaving."""
+        other = Ledger(price, self.ttl_ms)
+        for units, at_ms, output_tokens, extra in self._adds:
+            other.add(units, at_ms, output_tokens=output_tokens, extra=extra)
+        for input_tokens, output_tokens, given in self._bills:
+            other.bill(input_tokens, output_tokens, given)
+        return other
 
     def add(self, units: Sequence[Unit], at_ms: int | None, *, output_tokens: int = 0, extra: bool = False,
             cached: bool = True) -> Charge:
@@ -140,6 +153,7 @@ class Ledger:
         tokens = sum(u[1] for u in units)
         if not cached:
             return self.bill(tokens, output_tokens)
+        self._adds.append((units, at_ms, output_tokens, extra))
         warm = self._prev is not None and (at_ms is None or self._prev_at is None
                                            or at_ms - self._prev_at <= self.ttl_ms)
         prefix = common_prefix(units, self._prev) if warm and self._prev is not None else 0
@@ -179,6 +193,7 @@ class Ledger:
         """An extra call that reads and writes no cache (all input uncached at 1x) at `price` (default: the
         ledger's); the cached prefix stays as it was. Historian calls and uncached summary calls."""
         p = price or self.price
+        self._bills.append((input_tokens, output_tokens, price))
         usd = (p.input_per_mtok * input_tokens + p.output_per_mtok * output_tokens) / 1e6
         self.requests += 1
         self.extra_calls += 1

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Final
 
+from magic_context.results import Result, Status
 from magic_context.search import text as st
 from magic_context.search.engine import SearchResult
 from magic_context.search.lanes import Hit
+from magic_context.search.scope import Scope
 
 MAX_TOKENS: Final = 4096
 FIELD_BYTES: Final = 1024
@@ -45,6 +47,18 @@ def block(i: int, h: Hit, now_ms: int, session_pk: int | None = None) -> str:
     return f"{head}\n{body}"
 
 
+def report(result: SearchResult, where: Scope, session_ids: dict[int, str]) -> Result:
+    """`mc search`'s result: the hits as dicts, each hit with a range also naming its session's id (what
+    `mc expand --session` takes); warnings (e.g. the vector lane was skipped) make it a `warn`."""
+    hits = result.as_dicts()
+    for item in hits:
+        if item.get("session_pk") in session_ids:
+            item["session_id"] = session_ids[item["session_pk"]]
+    return Result("search", {"query": result.query, "sources": result.sources, "session_id": where.session_id,
+                             "project_id": where.project_id, "results": hits, "warnings": result.warnings},
+                  Status.WARN if result.warnings else Status.OK)
+
+
 def render(result: SearchResult, now_ms: int, session_pk: int | None = None) -> str:
     """The `ctx_search` reply for `result`."""
     from magic_context.tokens import estimate
@@ -70,4 +84,4 @@ def render(result: SearchResult, now_ms: int, session_pk: int | None = None) -> 
     return "\n\n".join([header, *kept, *tails])
 
 
-__all__ = ["EXPAND_HINT", "NOTE_HINT", "block", "render"]
+__all__ = ["EXPAND_HINT", "NOTE_HINT", "block", "render", "report"]

@@ -6,6 +6,8 @@ import json
 import sqlite3
 from typing import Any
 
+from magic_context.doctor.registry import Status
+
 
 def last_failure_readonly(db_path: str) -> dict[str, Any] | None:
     """The last recorded embedding failure, read without writing (None when absent or unreadable)."""
@@ -27,26 +29,26 @@ def last_failure_readonly(db_path: str) -> dict[str, Any] | None:
         conn.close()
 
 
-def probe(config: Any) -> tuple[str, str]:
-    """("ok" | "warn", detail): embed one short text with the configured provider (nothing is stored)."""
+def probe(config: Any) -> tuple[Status, str]:
+    """(ok | warn, detail): embed one short text with the configured provider (nothing is stored)."""
     from magic_context.errors import MCError
     from magic_context.search import embed
 
     provider = config.embedding.provider
     if provider == "off":
-        return "ok", "embedding.provider = off: search is FTS only"
+        return Status.OK, "embedding.provider = off: search is FTS only"
     try:
         embedder = embed.from_config(config)
         if embedder is None:
-            return "ok", "off"
+            return Status.OK, "off"
         vector = embedder.embed(["mc doctor checks the embedding provider"])
     except embed.EmbeddingNotInstalled:  # an optional extra left out on purpose is not a fault
-        return "ok", ("local embeddings not installed: search uses FTS only "
+        return Status.OK, ("local embeddings not installed: search uses FTS only "
                       "(pip install 'magic-context[embeddings]' to add them)")
     except (MCError, ImportError, OSError, ValueError) as exc:
         text = exc.one_line() if isinstance(exc, MCError) else str(exc)
-        return "warn", f"{provider}: {text}; search falls back to FTS only"
-    return "ok", f"{provider} ({embedder.model}): {vector.shape[1]} dimensions"
+        return Status.WARN, f"{provider}: {text}; search falls back to FTS only"
+    return Status.OK, f"{provider} ({embedder.model}): {vector.shape[1]} dimensions"
 
 
 __all__ = ["last_failure_readonly", "probe"]

@@ -8,7 +8,8 @@ background `mc wrapup`, or the pass itself only in inline mode, never on a defer
 search, so a session published by an older mc is searchable too.
 
 `embed_session` embeds compartments, messages (in blocks of 256 ordinals) and the project's memories with
-the configured provider; failures are recorded and searching falls back to FTS.
+the configured provider, then refreshes the sidecar matrices searches map (search/vectorfile.py); failures
+are recorded and searching falls back to FTS.
 """
 
 from __future__ import annotations
@@ -196,6 +197,10 @@ def embed_session(conn: sqlite3.Connection, session_pk: int, embedder: Any, *, n
     items = [(str(c["id"]), f"{c['title']}\n{c['content']}", c["start_ordinal"], c["end_ordinal"]) for c in comps]
     done = _embed_missing(conn, embedder, "compartment", scope, items=items, now_ms=now)
     done += embed_messages(conn, session_pk, embedder, now_ms=now)
+    from magic_context.search import vectorfile
+
+    for kind in ("compartment", "msgblock"):  # the searches' memory-mapped matrices, ready before the first search
+        vectorfile.sync(conn, kind, scope, embedder.model_id)
     project = search_index.session_field(conn, session_pk, "project_id")
     if project:
         done += embed_memories(conn, project, embedder, now_ms=now)

@@ -180,28 +180,20 @@ def _match(lexical: bool, semantic: bool) -> str:
 
 def _semantic_messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, n: int,
                        ) -> list[tuple[int, float]]:
-    """(ordinal, cosine) of the `n` folded messages nearest the query, best first."""
+    """(ordinal, cosine) of the `n` folded messages nearest the query, best first (one matrix product over the
+    session's memory-mapped message vectors, see search/vectorfile.py)."""
     import numpy as np
 
-    from magic_context.search.indexer import unpack_block
+    from magic_context.search import vectorfile
 
-    dims = q.message_vector.shape[0]
-    ordinals, scales, matrices = [], [], []
-    for row in idx.vectors(conn, "msgblock", str(session_pk), q.model_id or ""):
-        if row["dims"] != dims or row["start_ordinal"] is None or row["start_ordinal"] > cutoff:
-            continue
-        ords, scale, matrix = unpack_block(row["vector"], dims)
-        ordinals.append(ords)
-        scales.append(scale)
-        matrices.append(matrix)
-    if not ordinals:
+    matrix = vectorfile.load(conn, "msgblock", str(session_pk), q.model_id or "", q.message_vector.shape[0])
+    if len(matrix) == 0:
         return []
-    all_ords = np.concatenate(ordinals)
-    all_scores = (np.concatenate(matrices).astype(np.float32) @ q.message_vector) * np.concatenate(scales)
-    keep = (all_ords <= cutoff) & (all_scores >= MIN_MESSAGE_COSINE)
-    all_ords, all_scores = all_ords[keep], all_scores[keep]
-    top = np.argsort(-all_scores, kind="stable")[:n]
-    return [(int(all_ords[i]), float(all_scores[i])) for i in top]
+    ordinals = matrix["ref"]
+    scores = vectorfile.cosines(matrix, q.message_vector)
+    keep = np.flatnonzero((ordinals <= cutoff) & (scores >= MIN_MESSAGE_COSINE))
+    top = keep[np.argsort(-scores[keep], kind="stable")[:n]]
+    return [(int(ordinals[i]), float(scores[i])) for i in top]
 
 
 def compartments(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, limit: int) -> list[Hit]:
@@ -249,16 +241,16 @@ def _semantic_compartments(conn: sqlite3.Connection, session_pk: int, q: Query, 
     """compartment id → (clamped cosine, start, end, "") for the compartments nearest the query (top 50)."""
     import numpy as np
 
-    from magic_context.search.embed import cosine, unpack_many
+    from magic_context.search import vectorfile
 
-    rows = [r for r in idx.vectors(conn, "compartment", str(session_pk), q.model_id or "")
-            if r["end_ordinal"] is not None and r["end_ordinal"] <= cutoff and r["dims"] == q.vector.shape[0]]
-    if not rows:
+    matrix = vectorfile.load(conn, "compartment", str(session_pk), q.model_id or "", q.vector.shape[0])
+    if len(matrix) == 0:
         return {}
-    scores = cosine(q.vector, unpack_many([r["vector"] for r in rows], q.vector.shape[0]))
-    top = np.argsort(-scores, kind="stable")[:SEMANTIC_CANDIDATES]
-    return {int(rows[i]["ref"]): (max(0.0, min(1.0, float(scores[i]))), rows[i]["start_ordinal"],
-                                  rows[i]["end_ordinal"], "") for i in top}
+    keep = np.flatnonzero((matrix["end"] >= 0) & (matrix["end"] <= cutoff))
+    scores = vectorfile.cosines(matrix, q.vector)
+    top = keep[np.argsort(-scores[keep], kind="stable")[:SEMANTIC_CANDIDATES]]
+    return {int(matrix["ref"][i]): (max(0.0, min(1.0, float(scores[i]))), int(matrix["start"][i]),
+                                    int(matrix["end"][i]), "") for i in top}
 
 
 def memories(conn: sqlite3.Connection, project_id: str, q: Query, limit: int, *, now_ms: int, hidden: set[int],

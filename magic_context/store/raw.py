@@ -87,6 +87,7 @@ class StoredMessage:
     raw: Any
     content_hash: str
     created_at: int
+    tokens: int = 0  # the stored estimate (0: not estimated)
 
 
 @record
@@ -357,10 +358,17 @@ def _query(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[
 
 
 def read_range(conn: sqlite3.Connection, session_pk: int, start_ordinal: int, end_ordinal: int) -> list[StoredMessage]:
-    """Live messages with `start_ordinal <= ordinal <= end_ordinal`, in ordinal order, raw JSON decoded."""
-    rows = _query(conn, f"SELECT ordinal, message_id, role, body, content_hash, created_at {_LIVE}"
-                        " AND ordinal BETWEEN ? AND ? ORDER BY ordinal", (session_pk, start_ordinal, end_ordinal))
-    return [StoredMessage(r[0], r[1], r[2], _loads(zlib.decompress(r[3])), r[4], r[5]) for r in rows]
+    """Live messages with `start_ordinal <= ordinal <= end_ordinal`, in ordinal order, raw JSON decoded.
+
+    Rows are decoded as the cursor yields them: a long tail's compressed rows are never all held at once
+    beside their decoded messages (issue #14 item 10)."""
+    try:
+        cursor = conn.execute(f"SELECT ordinal, message_id, role, body, content_hash, created_at, tokens {_LIVE}"
+                              " AND ordinal BETWEEN ? AND ? ORDER BY ordinal", (session_pk, start_ordinal, end_ordinal))
+        cursor.row_factory = None
+        return [StoredMessage(r[0], r[1], r[2], _loads(zlib.decompress(r[3])), r[4], r[5], r[6]) for r in cursor]
+    except sqlite3.Error as exc:
+        raise classify(exc) from exc
 
 
 def live_index(conn: sqlite3.Connection, session_pk: int) -> Live:

@@ -181,9 +181,12 @@ def notes(conn: sqlite3.Connection, session_pk: int | None, project_id: str | No
 
 def put_vector(conn: sqlite3.Connection, kind: str, ref: str, model_id: str, *, scope: str, text_hash: str,
                vector: bytes, dims: int, now_ms: int, start: int | None = None, end: int | None = None) -> None:
+    """Insert or replace one vector. A replaced row also gets a new, highest id, so `vector_stamp` (count, max
+    and sum of the ids) changes with every insert, replacement and delete."""
     conn.execute("INSERT INTO embeddings (kind, ref, model_id, scope, start_ordinal, end_ordinal, text_hash, dims, "
                  "vector, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(kind, ref, model_id) "
-                 "DO UPDATE SET scope = excluded.scope, start_ordinal = excluded.start_ordinal, "
+                 "DO UPDATE SET id = (SELECT max(id) + 1 FROM embeddings), "
+                 "scope = excluded.scope, start_ordinal = excluded.start_ordinal, "
                  "end_ordinal = excluded.end_ordinal, "
                  "text_hash = excluded.text_hash, dims = excluded.dims, vector = excluded.vector, "
                  "created_at = excluded.created_at",
@@ -198,6 +201,33 @@ def vector_hashes(conn: sqlite3.Connection, kind: str, scope: str, model_id: str
 def vectors(conn: sqlite3.Connection, kind: str, scope: str, model_id: str) -> list[sqlite3.Row]:
     return _rows(conn, "SELECT ref, start_ordinal, end_ordinal, dims, vector FROM embeddings "
                        "WHERE kind = ? AND scope = ? AND model_id = ?", (kind, scope, model_id))
+
+
+def vectors_full(conn: sqlite3.Connection, kind: str, scope: str, model_id: str) -> list[sqlite3.Row]:
+    """Every vector row of (kind, scope, model) with its id and text hash, in id order (sidecar builds)."""
+    return _rows(conn, "SELECT id, ref, start_ordinal, end_ordinal, text_hash, dims, vector FROM embeddings "
+                       "WHERE kind = ? AND scope = ? AND model_id = ? ORDER BY id", (kind, scope, model_id))
+
+
+def vector_stamp(conn: sqlite3.Connection, kind: str, scope: str, model_id: str) -> str:
+    """"count:max id:sum of ids" of the rows of (kind, scope, model), read from the `embeddings_by_scope` index
+    alone: it changes with every row added, re-embedded (`put_vector` gives it a new id) or deleted."""
+    row = _rows(conn, "SELECT count(*), max(id), total(id) FROM embeddings WHERE kind = ? AND scope = ? "
+                      "AND model_id = ?", (kind, scope, model_id))[0]
+    return f"{int(row[0])}:{row[1] or 0}:{int(row[2])}"
+
+
+def vector_dims(conn: sqlite3.Connection, kind: str, scope: str, model_id: str) -> list[int]:
+    return [int(r[0]) for r in _rows(conn, "SELECT DISTINCT dims FROM embeddings WHERE kind = ? AND scope = ? "
+                                           "AND model_id = ? ORDER BY dims", (kind, scope, model_id))]
+
+
+def database_file(conn: sqlite3.Connection) -> str:
+    """The main database's file path ("" for an in-memory or temporary database)."""
+    for row in _rows(conn, "PRAGMA database_list"):
+        if row[1] == "main":
+            return str(row[2] or "")
+    return ""
 
 
 def delete_vectors(conn: sqlite3.Connection, kind: str, refs: Iterable[str]) -> None:
@@ -318,11 +348,12 @@ def live_ordinal(conn: sqlite3.Connection, session_pk: int, message_id: str) -> 
 
 
 __all__ = [
-    "bump_retrievals", "commits", "compartments", "count_vectors", "delete_messages", "delete_vectors",
-    "evict_commits", "folded_through", "get_state", "indexed_count", "indexed_hashes", "last_text_ordinal",
+    "bump_retrievals", "commits", "compartments", "count_vectors", "database_file", "delete_messages",
+    "delete_vectors", "evict_commits", "folded_through", "get_state", "indexed_count", "indexed_hashes",
+    "last_text_ordinal",
     "like_commits", "live_ordinal", "match_commits", "match_compartments", "match_memories", "match_messages",
     "memories", "message_count", "message_rows", "message_rows_at", "message_texts", "newest_commit_at",
     "notes", "project_sessions", "put_vector", "raw_marker", "session_field", "session_ids", "set_state",
-    "tag_message_id", "term_count", "upsert_commit", "upsert_messages", "vector_hashes",
-    "vectors", "vectors_end",
+    "tag_message_id", "term_count", "upsert_commit", "upsert_messages", "vector_dims", "vector_hashes",
+    "vector_stamp", "vectors", "vectors_end", "vectors_full",
 ]

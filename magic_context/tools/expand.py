@@ -10,19 +10,30 @@ output), dropped outputs included.
 from __future__ import annotations
 
 import sqlite3
+from enum import StrEnum
 from typing import Any, Final
 
 from magic_context.errors import BadInput, NotFound
 from magic_context.records import Factory, record
+from magic_context.results import Result
 
 BUDGET_TOKENS: Final = 15_000
 ROLE_LETTER: Final = {"user": "U", "assistant": "A", "tool": "T", "system": "S"}
 USAGE: Final = "provide either message=<ordinal>, or start and end (positive integers, start <= end)."
 
 
+class ExpandKind(StrEnum):
+    """What `mc expand` / `ctx_expand` showed (`kind` in `mc expand --json`)."""
+
+    RANGE = "range"
+    MESSAGE = "message"
+    LIVE_TAIL = "live_tail"  # the range is all after the last compartment: already in context
+    EMPTY = "empty"
+
+
 @record
 class Expanded:
-    kind: str  # range, message, live_tail, empty
+    kind: ExpandKind
     text: str
     start: int | None = None
     end: int | None = None
@@ -35,6 +46,10 @@ class Expanded:
         return {"kind": self.kind, "start": self.start, "end": self.end, "tokens": self.tokens,
                 "truncated_at": self.truncated_at, "next_range": self.next_range, "messages": self.messages,
                 "text": self.text}
+
+    def to_result(self) -> Result:
+        """`mc expand`'s result (the `text` is what people read)."""
+        return Result("expand", self.as_dict())
 
 
 def parse_range(value: str) -> tuple[int, int]:
@@ -73,13 +88,13 @@ def expand_range(conn: sqlite3.Connection, session_pk: int, start: int, end: int
     if start > last:
         folded = f"after the last compacted message {last}" if last >= 0 else "after the last compacted message " \
                                                                                "(nothing is compacted yet)"
-        return Expanded("live_tail", f"Range {start}-{end} is entirely within the live tail ({folded}); those "
-                                     "messages are already visible in context.", start, end)
+        return Expanded(ExpandKind.LIVE_TAIL, f"Range {start}-{end} is entirely within the live tail ({folded}); "
+                        "those messages are already visible in context.", start, end)
     end = min(end, last)
     messages = _decode(conn, session_pk, start, end)
     if not messages:
-        return Expanded("empty", f"No messages found in range {start}-{end}. The range may be outside this "
-                                 "session's history.", start, end)
+        return Expanded(ExpandKind.EMPTY, f"No messages found in range {start}-{end}. The range may be outside "
+                        "this session's history.", start, end)
     lines: list[str] = []
     shown: list[dict[str, Any]] = []
     used = 0
@@ -97,7 +112,7 @@ def expand_range(conn: sqlite3.Connection, session_pk: int, start: int, end: int
         used += cost
         shown.append({"ordinal": msg.ordinal, "role": msg.role, "text": body})
     header = f"Messages {start}-{end} ({len(shown)} messages, ~{used} tokens):"
-    out = Expanded("range", "", start, end, shown, used)
+    out = Expanded(ExpandKind.RANGE, "", start, end, shown, used)
     text = [header, *lines]
     if truncated is not None:
         out.truncated_at, out.next_range = truncated, f"{truncated + 1}-{end}"
@@ -113,16 +128,16 @@ def expand_message(conn: sqlite3.Connection, session_pk: int, ordinal: int) -> E
 
     messages = _decode(conn, session_pk, ordinal, ordinal)
     if not messages:
-        return Expanded("empty", f"No messages found in range {ordinal}-{ordinal}. The range may be outside this "
-                                 "session's history.", ordinal, ordinal)
+        return Expanded(ExpandKind.EMPTY, f"No messages found in range {ordinal}-{ordinal}. The range may be outside "
+                        "this session's history.", ordinal, ordinal)
     msg = messages[0]
     body = st.message_full_text(msg)
     # an output mc dropped from the served context is still whole in the raw store
     text = f"[{msg.ordinal}] {ROLE_LETTER.get(msg.role, msg.role[:1].upper())}:\n{body}"
     from magic_context.tokens import estimate
 
-    return Expanded("message", text, ordinal, ordinal, [{"ordinal": msg.ordinal, "role": msg.role, "text": body}],
-                    estimate(text))
+    return Expanded(ExpandKind.MESSAGE, text, ordinal, ordinal,
+                    [{"ordinal": msg.ordinal, "role": msg.role, "text": body}], estimate(text))
 
 
 def tag_ordinal(conn: sqlite3.Connection, session_pk: int, tag: int) -> int:
@@ -138,4 +153,4 @@ def tag_ordinal(conn: sqlite3.Connection, session_pk: int, tag: int) -> int:
     return int(found)
 
 
-__all__ = ["BUDGET_TOKENS", "Expanded", "expand_message", "expand_range", "parse_range", "tag_ordinal"]
+__all__ = ["BUDGET_TOKENS", "ExpandKind", "Expanded", "expand_message", "expand_range", "parse_range", "tag_ordinal"]
