@@ -119,7 +119,8 @@ def run_case(case: str, variant: str | None, tmp: Path) -> dict[str, Any]:
 
 CHOSEN = [
     "### What the sweep chose (the shipped defaults)", "",
-    "* **Execute threshold: 40% by default, 65% for OpenAI Chat Completions callers when unset** "
+    "* **Execute threshold: 40% by default, 65% for OpenAI Chat Completions callers and (since the smaller "
+    "windows below) windows under 40 000 tokens, when unset** "
     "(`transform.scheduler.default_threshold`). The two workloads disagree: the interactive Pi sessions, whose "
     "pauses past the cache TTL give free busts, cost 0.81× → 0.63× and 0.74× → 0.53× of Pi's own compaction going "
     "from 65% to 40% (history budget kept at its size), while the autonomous mini-swe-agent runs, whose every bust "
@@ -139,6 +140,15 @@ CHOSEN = [
     "0.67× at 6.6k; sqlfluff 0.79× → 0.77× at 10k) but dearer on sqlfluff at 6k (0.84× → 0.87×), costs 3–5 "
     "points of retention at 22k/13.2k/6k, and both constants act on every workload and were not swept on Pi: "
     "not shipped.",
+    "",
+    "### Smaller windows: a fifth and a tenth of the Pi sessions (#13 item 2)", "",
+    "* **Windows under 40 000 tokens get 65%** (`scheduler.SMALL_WINDOW`). T65abs-r35 against the 40% default "
+    "(T40abs-r35, whose figures at these windows are bench/results.md's, measured before this change): "
+    "pi_large at 14.4k 0.831× vs 1.27× of Pi's compaction, re-sent read 96.5% vs 78.2% (131 busts at 40%), "
+    "retention 39% vs 37%; pi_before at 36k 0.693× vs 0.79×, 98.5% vs 92.8%, 46% vs 46%; pi_large at 29k "
+    "0.725× vs 0.64× (40% cheaper), 99.2% vs 97.7%, 58% vs 53%. At 40% of a small window much of the request "
+    "is fixed (system prompt, head, protected tail), so a reclaim frees little and the next pass busts again. "
+    "At 72k (pi_before's fifth) 40% wins again (0.53× vs 0.670×), as at 48k and 120k (above).",
     "",
     "### Autonomous runs (#13 item 3, measured after the defaults above shipped)", "",
     "* **Protected tags: 5 for OpenAI Chat Completions callers when unset** "
@@ -183,7 +193,9 @@ def markdown(results: dict[str, Any]) -> str:
              "the threshold), protected history share, protected tags, protected-tail floor (tokens). Cost is mc / "
              "native with the extractive historian, then with the historian's calls priced at Sonnet. Windows: a "
              "third, a fifth and a tenth of each long session's unmanaged peak.", "",
-             "Rows measured on 2026-12-01 before commit d7f53db (the first four cases' variants T65 … T65-r35) "
+             "The windows below a third, the variants from T40abs-r35-tags10 on and T65abs-r35 were run on "
+             "2026-12-01 (commits b1825cc–a7f0e68, `nice -n 19`, one replay at a time). "
+             "Rows measured earlier, before commit d7f53db (the first four cases' variants T65 … T65-r35), "
              "counted an instruction quoted in mc's escaped `<session-history>` (`&lt;pr_description&gt;`) as "
              "lost; on the mini-swe-agent runs their retention is up to ~20 points low (sqlfluff at 10k, the "
              "then-default T65-r35: 50% then, 69% re-measured as T65abs-r35). Cost and cache figures are "

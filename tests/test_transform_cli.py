@@ -254,7 +254,7 @@ def test_context_emergency_exits_4(mc) -> None:
                    usage={"input_tokens": 1990, "output_tokens": 5})
     result = mc("transform", stdin=json.dumps(doc))
     assert result.returncode == 4 and result.stdout == b""
-    assert "mc wrapup" in result.stderr.decode()
+    assert "a larger window" in result.stderr.decode()  # what fills it is not history (test_exit4_advice)
 
 
 def test_reduce_queues_and_the_next_bust_applies(mc) -> None:
@@ -445,6 +445,19 @@ def test_execute_threshold_default_depends_on_the_workload(mc, isolated_dirs, do
     result, _out = run(mc, doc, "--report")
     assert result.returncode == 0, result.stderr.decode()
     assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected
+
+
+def test_a_small_window_gets_the_65_percent_default_on_every_harness(mc, isolated_dirs) -> None:
+    """Below 40 000 tokens 40% of the window is mostly fixed parts, so mc would bust on most passes
+    (scheduler.SMALL_WINDOW); a configured threshold still applies as set."""
+    for limit, expected in (("39999", 65.0), ("40000", 40.0)):
+        result, _out = run(mc, envelope(PI_ARRAY, harness="pi"), "--report", "--context-limit", limit)
+        assert result.returncode == 0, result.stderr.decode()
+        assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 40\n", encoding="utf-8")
+    result, _out = run(mc, envelope(PI_ARRAY, harness="pi"), "--report", "--context-limit", "20000")
+    assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == 40.0
 
 
 def test_a_project_file_cannot_lower_the_harness_default_threshold(mc, isolated_dirs, tmp_path) -> None:

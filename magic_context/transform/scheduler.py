@@ -86,14 +86,24 @@ class Decision:
 # early (Pi sessions: 0.81 → 0.63 and 0.74 → 0.53 of Pi's own compaction going from 65% to 40%); OpenAI
 # Chat Completions callers are mostly autonomous scaffolds (mini-swe-agent, SWE-agent) whose every bust
 # is paid, and there 40% cost more than 65% (0.85 → 0.90, 0.97 → 1.43).
+# In a small window 40% is a few thousand tokens, much of them the system prompt, the head and the
+# protected tail, so a reclaim frees little and mc busts on most passes. On the Pi sessions (bench/sweep.md)
+# 65% against 40%: pi_large at 14.4k 0.83 vs 1.27 of Pi's compaction (re-sent read 96% vs 78%), pi_before at
+# 36k 0.69 vs 0.79 (98% vs 93%); pi_large at 29k 0.73 vs 0.64 (40% cheaper there, 65% better cached and
+# retaining 5 points more); at 48k and above 40% wins clearly (0.58 vs 0.81, 0.51 vs 0.74). Below
+# SMALL_WINDOW tokens every harness gets the 65% default.
 DEFAULT_THRESHOLD: Final = 40.0
 AUTONOMOUS_THRESHOLD: Final = 65.0
 AUTONOMOUS_HARNESSES: Final = frozenset({"openai"})
+SMALL_WINDOW: Final = 40_000
 
 
-def default_threshold(harness: str) -> float:
-    """The execute threshold for `harness` when the config sets none (see DEFAULT_THRESHOLD)."""
-    return AUTONOMOUS_THRESHOLD if harness in AUTONOMOUS_HARNESSES else DEFAULT_THRESHOLD
+def default_threshold(harness: str, limit: int | None = None) -> float:
+    """The execute threshold for `harness` (in a `limit`-token window) when the config sets none (see
+    DEFAULT_THRESHOLD and SMALL_WINDOW)."""
+    if harness in AUTONOMOUS_HARNESSES or (limit is not None and limit < SMALL_WINDOW):
+        return AUTONOMOUS_THRESHOLD
+    return DEFAULT_THRESHOLD
 
 
 # The newest tags a reclaim spares when the config sets none, by the same workload proxy (bench/sweep.md,
@@ -157,6 +167,7 @@ __all__ = [
     "DEFAULT_PROTECTED_TAGS",
     "DEFAULT_THRESHOLD",
     "FORCE_PERCENT",
+    "SMALL_WINDOW",
     "Decision",
     "Limit",
     "builtin_limit",
