@@ -241,3 +241,21 @@ def test_m1_new_memories_get_a_quarter_of_the_memory_budget(conn: sqlite3.Connec
     text, visible = head.render_m1(conn, c, marks)
     assert visible == ids[:1] and f"#{ids[0]}: fact 0" in text and "fact 1" not in text
 
+
+
+def test_m0_and_m1_render_compartment_times_when_temporal_is_on(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    pk = session(conn)
+    c = ctx(pk, tmp_path, include_history=True, temporal=True)
+    day = 86_400_000
+    compartments.insert(conn, pk, sequence=0, start=0, end=9, start_message_id=None, end_message_id=None,
+                        title="old", p1="old in short", p2="", p3="", p4="", content="old in short", importance=50,
+                        episode_type=None, start_time=NOW - 3 * day, end_time=NOW - 2 * day, now_ms=NOW)
+    m0, marks = head.render_m0(conn, c)
+    rows = compartments.for_head(conn, pk)
+    assert m0 == render.render_session_history(rows, 10_000, True, estimate=render.estimate_tokens)
+    assert m0 != render.render_session_history(rows, 10_000, False, estimate=render.estimate_tokens)
+    compartments.insert(conn, pk, sequence=1, start=10, end=19, start_message_id=None, end_message_id=None,
+                        title="new", p1="new in short", p2="", p3="", p4="", content="new in short", importance=50,
+                        episode_type=None, start_time=NOW - day, end_time=NOW, now_ms=NOW)
+    text, _ = head.render_m1(conn, c, marks)
+    assert render.render_new_compartments_p1(compartments.for_head(conn, pk, 0), temporal=True) in text

@@ -122,3 +122,22 @@ def test_step_without_an_earlier_delivery_has_no_cooldown(conn: sqlite3.Connecti
     notes.add(conn, "look again", project_id=PID, session_pk=pk, now_ms=0)
     state = SessionState(pk, {note_nudge.TRIGGER_KEY: 1, note_nudge.STATE_KEY: {"trigger": 1, "user": "u1"}})
     assert note_nudge.step(conn, state, turn("u1", "a1", "u2"), session_pk=pk, project_id=PID, now_ms=0) != ""
+
+
+def test_step_counts_the_notes_this_session_sees(conn: sqlite3.Connection) -> None:
+    """Its own session notes and the project's notes (a ready smart note included), never another session's."""
+    pk = session(conn)
+    other = raw_store.ensure_session(conn, "pi", "someone-else", project_id=PID, project_dir="/p", now_ms=1)
+
+    def fire() -> str:
+        state = SessionState(pk, {note_nudge.TRIGGER_KEY: 1, note_nudge.STATE_KEY: {"trigger": 1, "user": "u1"}})
+        return note_nudge.step(conn, state, turn("u1", "a1", "u2"), session_pk=pk, project_id=PID, now_ms=NOW)
+
+    notes.add(conn, "not mine", project_id=PID, session_pk=other, now_ms=NOW)
+    assert fire() == ""
+    notes.add(conn, "for the project", project_id=PID, scope=notes.PROJECT, now_ms=NOW)
+    assert fire() == note_nudge.text(1, 0)
+    smart = notes.add(conn, "ship it", project_id=PID, scope=notes.PROJECT, surface_condition="when CI is green",
+                      now_ms=NOW)
+    notes.mark_ready(conn, smart["id"], "CI is green", now_ms=NOW)
+    assert fire() == note_nudge.text(1, 1)

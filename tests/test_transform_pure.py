@@ -36,6 +36,8 @@ def test_parse_ranges_up_to_1000_tags() -> None:
     ("a", "'a' is not a tag number or range", 'use bare integers: "3-5,9"'),
     (" 1-x ", "'1-x' is not a tag number or range", 'use bare integers: "3-5,9"'),
     ("-3", "'-3' is not a tag number or range", 'use bare integers: "3-5,9"'),
+    ("X3", "'X3' is not a tag number or range", 'use bare integers: "3-5,9"'),
+    ("3X", "'3X' is not a tag number or range", 'use bare integers: "3-5,9"'),
     ("1-", "'1-' is not a tag number or range", 'use bare integers: "3-5,9"'),
     ("2,5-3 ", "reversed range '5-3'", "write ranges low-high, e.g. 3-5"),
     ("1-1001", "range '1-1001' names more than 1000 tags", "drop in smaller batches"),
