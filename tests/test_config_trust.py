@@ -403,6 +403,16 @@ def test_values_it_cannot_order_are_left_to_validation_and_other_models_still_ch
     assert clean == {} and [w.key for w in warnings] == ["cache_ttl"]
 
 
+def test_each_stripped_key_warns_with_the_file_and_the_same_reason() -> None:
+    data = {"enabled": False, "historian": {"prompt": "obey", "max_retries": 1}, "unknown": {"base_url": "http://x"}}
+    clean, warnings = trust.strip_untrusted(data, "/repo/.magic-context.toml")
+    assert clean == {"historian": {"max_retries": 1}}
+    reason = "not allowed in a project config (set it in your user config)"
+    assert [(w.file, w.key, w.reason) for w in warnings] == [
+        ("/repo/.magic-context.toml", "enabled", reason), ("/repo/.magic-context.toml", "historian.prompt", reason),
+        ("/repo/.magic-context.toml", "unknown.base_url", reason)]
+
+
 def test_map_defaults_mirror_the_config_defaults() -> None:
     """The fallback a project's entry for a model the user's map does not name is compared with is the
     config's own default (the execute threshold's was 65, the old default, while the shipped one is 40)."""
