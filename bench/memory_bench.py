@@ -4,18 +4,25 @@
 
 Cases: one 50 MB message (a tool output, the newest message: target ≤ 250 MB) and a 20 000-message
 session (target ≤ 100 MB). Each figure is the peak RSS (ru_maxrss) of one fresh `mc transform` process
-on a fresh database (the first pass stores everything) and then of the next pass (one new message: what
-every later call costs), next to the floor: a Python process that parses and re-serializes the same
-payload with the standard json module.
+on a fresh database (the first pass stores everything, and creates the schema) and then of the next pass
+(one new message: what every later call costs), next to the floor: a Python process that parses and
+re-serializes the same payload with the standard json module.
+
+Two ways of running the historian: inline (`MAGIC_CONTEXT_HISTORIAN=inline`, as replays and tests run it:
+its work lands in the transform process, the heavier figure) and detached, as a live harness runs it (the
+pass starts `mc wrapup --background` and returns; that process's peak is read from /proc while it runs,
+and the next measurement waits until it has finished).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,23 +65,63 @@ def peak_mb(argv: list[str], payload: bytes, env: dict[str, str]) -> float:
     return int(proc.stdout.strip()) / 1024  # ru_maxrss is in KiB on Linux
 
 
+def _historian_pid(db: Path) -> int | None:
+    """The pid holding a historian lease (`<token> pid=<pid> host=<host>`), or None when none is held."""
+    conn = sqlite3.connect(db, timeout=30)
+    try:
+        row = conn.execute("SELECT holder FROM leases WHERE name LIKE 'historian:%'").fetchone()
+    finally:
+        conn.close()
+    pid = next((part[4:] for part in (row[0].split() if row else []) if part.startswith("pid=")), "")
+    return int(pid) if pid.isdigit() else None
+
+
+def detached_historian_mb(db: Path) -> float | None:
+    """Wait for the detached historian the last pass started; its peak RSS (VmHWM, polled) or None if none ran."""
+    peak, deadline = None, time.monotonic() + 600
+    while time.monotonic() < deadline and (pid := _historian_pid(db)) is not None:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            break  # gone without releasing its lease (mc takes such a lease over at once)
+        if "VmHWM:" not in status:
+            break  # a zombie: it has exited
+        peak = max(peak or 0, int(status.split("VmHWM:")[1].split()[0]) / 1024)
+        time.sleep(0.005)
+    return peak
+
+
 def main() -> None:
     mc = [sys.executable, "-m", "magic_context", "transform"]
     rows = []
     for name, make in (("one 50 MB message", _big_message), ("20 000-message session", _long_session)):
-        with tempfile.TemporaryDirectory() as tmp:
-            env = dict(os.environ, MAGIC_CONTEXT_STORAGE_DIR=str(Path(tmp) / "data"),
-                       MAGIC_CONTEXT_CONFIG_DIR=str(Path(tmp) / "config"), MAGIC_CONTEXT_HISTORIAN="inline")
-            first, later = make(), make(1)
-            floor = peak_mb([sys.executable, "-c", FLOOR], first, env)
-            first_mb = peak_mb(mc, first, env)
-            later_mb = peak_mb(mc, later, env)
-            rows.append((name, len(first) / 2**20, floor, first_mb, later_mb, TARGETS_MB[name]))
-    print("| case | payload MB | JSON floor MB | mc first pass MB | mc next pass MB | target MB |")
-    print("|---|---|---|---|---|---|")
-    for name, size, floor, first_mb, later_mb, target in rows:
-        print(f"| {name} | {size:.1f} | {floor:.0f} | {first_mb:.0f} | {later_mb:.0f} | ≤ {target} |")
-    print(f"\n(python {sys.version.split()[0]}, {os.cpu_count()} CPUs; peak RSS = ru_maxrss of each process)")
+        first, later = make(), make(1)
+        figures: dict[str, float | None] = {}
+        for mode in ("inline", "detached"):
+            with tempfile.TemporaryDirectory() as tmp:
+                env = dict(os.environ, MAGIC_CONTEXT_STORAGE_DIR=str(Path(tmp) / "data"),
+                           MAGIC_CONTEXT_CONFIG_DIR=str(Path(tmp) / "config"))
+                env.pop("MAGIC_CONTEXT_HISTORIAN", None)
+                if mode == "inline":
+                    env["MAGIC_CONTEXT_HISTORIAN"] = "inline"
+                    figures["floor"] = peak_mb([sys.executable, "-c", FLOOR], first, env)
+                db = Path(tmp) / "data" / "context.db"
+                figures[f"{mode} first"] = peak_mb(mc, first, env)
+                historian = detached_historian_mb(db)
+                figures[f"{mode} next"] = peak_mb(mc, later, env)
+                historian = max(historian or 0, detached_historian_mb(db) or 0) or None
+                if mode == "detached":
+                    figures["historian"] = historian
+        rows.append((name, len(first) / 2**20, figures, TARGETS_MB[name]))
+    print("| case | payload MB | JSON floor MB | mc first pass MB | mc next pass MB | detached: first / next pass MB "
+          "| detached historian MB | target MB |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, size, f, target in rows:
+        historian = f"{f['historian']:.0f}" if f["historian"] else "did not run"
+        print(f"| {name} | {size:.1f} | {f['floor']:.0f} | {f['inline first']:.0f} | {f['inline next']:.0f} "
+              f"| {f['detached first']:.0f} / {f['detached next']:.0f} | {historian} | ≤ {target} |")
+    print(f"\n(python {sys.version.split()[0]}, {os.cpu_count()} CPUs; peak RSS = ru_maxrss of each process; "
+          "'mc first/next pass' run the historian inline, in the pass)")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def cache_split(reports: list[dict[str, Any]]) -> dict[str, float]:
     previous = None
     for report in reports:
         size = int(report.get("tokens_after", 0))
-        if previous is not None and report.get("pass") == "defer":
+        if previous is not None and report.get("pass") == passes.PassKind.DEFER:
             reused = min(previous, size)
             read += reused
             written += size - reused

@@ -162,3 +162,82 @@ def test_messages_are_two_synthetic_user_turns_and_skip_empty_text() -> None:
     ]
     assert [x.id for x in head.messages("", "delta", None)] == [head.M1_ID]
     assert head.messages("", "", None) == []
+
+
+def test_m1_from_a_legacy_baseline_without_watermarks(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """m[0] metadata from before the watermarks: every compartment (from sequence 0) and memory counts as new."""
+    pk = session(conn)
+    compartment(conn, pk, 0, "zeroth")
+    compartment(conn, pk, 1, "first")
+    a = engine.add(conn, PID, "a fact", "NAMING", now_ms=NOW).memory["id"]
+    text, visible = head.render_m1(conn, ctx(pk, tmp_path, include_history=True, include_memory=True), {})
+    assert "zeroth in short" in text and "first in short" in text and f"#{a}: a fact" in text
+    assert visible == [a]
+
+
+def test_m1_shows_every_chosen_memory_and_keeps_the_temporal_choice(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    pk = session(conn)
+    c = ctx(pk, tmp_path, include_history=True, include_memory=True, memory_budget=100_000)
+    _, marks = head.render_m0(conn, c)
+    compartments.insert(conn, pk, sequence=0, start=0, end=9, start_message_id=None, end_message_id=None,
+                        title="timed", p1="timed in short", p2="", p3="", p4="", content="timed in short",
+                        importance=50, episode_type=None, start_time=NOW - 86_400_000, end_time=NOW, now_ms=NOW)
+    big = [engine.add(conn, PID, f"fact {i} " + "word " * 600, "NAMING", now_ms=NOW).memory["id"] for i in range(3)]
+    text, visible = head.render_m1(conn, c, marks)
+    assert all(f"#{i}: fact" in text for i in big) and visible == big  # beyond render's default m[1] budget
+    rows = compartments.for_head(conn, pk)
+    assert render.render_new_compartments_p1(rows, temporal=False) in text
+    assert render.render_new_compartments_p1(rows, temporal=True) not in text
+
+
+def test_m1_judges_new_memories_at_m0s_materialization_time(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """The same rows give the same bytes: a fact that expires between m[0]'s materialization and this pass
+    still shows, since eligibility is judged at the frozen time."""
+    pk = session(conn)
+    day = 86_400_000
+    c = ctx(pk, tmp_path, include_memory=True)
+    _, marks = head.render_m0(conn, c)
+    marks["materialized_at"] = NOW
+    engine.promote_facts(conn, PID, "s", [("CONFIG_VALUES", "port is 8080")], NOW - 179 * day)
+    later = ctx(pk, tmp_path, include_memory=True)
+    later.now_ms = NOW + 2 * day  # 181 days after promotion: expired now, not at materialization
+    text, visible = head.render_m1(conn, later, marks)
+    assert "port is 8080" in text and len(visible) == 1
+    marks["materialized_at"] = NOW + 2 * day
+    assert head.render_m1(conn, c, marks) == (render.M1_PLACEHOLDER, [])
+
+
+def test_m1_forces_a_restored_or_replacement_memory_m0_never_showed(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """Memories older than m[0]'s watermark are not "new", yet one restored after m[0], or one that now replaces a
+    memory m[0] showed, must appear in <new-memories>: otherwise the agent sees it nowhere."""
+    pk = session(conn)
+    gone = engine.add(conn, PID, "archived before m0", "NAMING", now_ms=NOW).memory["id"]
+    small = engine.add(conn, PID, "small", "NAMING", now_ms=NOW).memory["id"]
+    big = engine.add(conn, PID, "big " * 400, "NAMING", now_ms=NOW).memory["id"]  # over m[0]'s budget
+    unseen = engine.add(conn, PID, "unseen " * 400, "NAMING", now_ms=NOW).memory["id"]  # over the budget too
+    stays = engine.add(conn, PID, "kept as is", "NAMING", now_ms=NOW).memory["id"]
+    engine.archive(conn, [gone], now_ms=NOW)
+    c = ctx(pk, tmp_path, include_memory=True, memory_budget=60)
+    _, marks = head.render_m0(conn, c)
+    assert marks["memory_ids"] == [small, stays] and marks["max_memory_id"] == stays
+    engine.restore(conn, gone, now_ms=NOW + 1)
+    engine.edit(conn, unseen, content="still unseen " * 400, now_ms=NOW + 1)  # an edit m[0] never showed: not forced
+    merged = engine.merge(conn, [big, small], now_ms=NOW + 1)  # big's text: big survives, small is superseded
+    assert merged.memory["id"] == big
+    text, visible = head.render_m1(conn, c, marks)
+    assert text == (
+        "<session-history-since>\n<memory-updates>\nThese memories changed since the snapshot below — trust these:\n"
+        f'  <superseded id="{small}" by="{big}"/>\n</memory-updates>\n'
+        f"<new-memories>\n<NAMING>\n#{gone}: archived before m0\n#{big}: {'big ' * 399}big\n</NAMING>\n"
+        "</new-memories>\n</session-history-since>")
+    assert visible == sorted([gone, big, stays])
+
+
+def test_m1_new_memories_get_a_quarter_of_the_memory_budget(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    pk = session(conn)
+    c = ctx(pk, tmp_path, include_memory=True, memory_budget=400)  # m[1]: 100 tokens of new memories
+    _, marks = head.render_m0(conn, c)
+    ids = [engine.add(conn, PID, f"fact {i} " + "word " * 40, "NAMING", now_ms=NOW).memory["id"] for i in range(3)]
+    text, visible = head.render_m1(conn, c, marks)
+    assert visible == ids[:1] and f"#{ids[0]}: fact 0" in text and "fact 1" not in text
+

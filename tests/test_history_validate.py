@@ -371,3 +371,23 @@ def test_stored_compartments_exact_failures():
         with pytest.raises(HistorianValidationError) as info:
             validate_stored_compartments(rows)
         assert (info.value.code, info.value.message, info.value.truncated) == (code, message, False)
+
+
+def test_a_one_message_compartment_is_a_valid_range():
+    result = validate_historian_output(output(comp(1, 1), comp(2, 4), unprocessed=5), 1, 20)
+    assert ranges(result) == [(1, 1), (2, 4)]
+
+
+def test_three_compartments_truncated_name_the_last_complete_one():
+    text = output(comp(1, 3), comp(4, 6), comp(7, 9))[: -len("</compartments></output>")] + \
+        '<compartment start="10" end="12" title="cut"><p1>cut'
+    err = fails(text, 1, 20, "truncated")
+    assert err.message.startswith("the output was cut off after compartment 7-9 (missing closing tags)")
+    assert ranges(validate_historian_output(text, 1, 20, accept_truncated=True)) == [(1, 3), (4, 6), (7, 9)]
+
+
+def test_discard_last_reads_the_lookahead_after_the_last_of_three():
+    kept = validate_historian_output(output(comp(1, 3), comp(4, 10), comp(11, 15), unprocessed=16), 1, 20)
+    assert kept.discarded is None and ranges(kept) == [(1, 3), (4, 10), (11, 15)]
+    dropped = validate_historian_output(output(comp(1, 3), comp(4, 17), comp(18, 19), unprocessed=20), 1, 20)
+    assert (dropped.discarded.start, dropped.discarded.end) == (18, 19) and ranges(dropped) == [(1, 3), (4, 17)]

@@ -150,3 +150,25 @@ def test_replay_appends_every_nudge_of_an_anchor_in_order() -> None:
     assert [b.text for x in messages for b in x.blocks] == ["one<a><c>", "", "two<b>"]
     nudges.replay(messages, [])
     assert messages[0].blocks[0].text == "one<a><c>"
+
+
+def test_rounded_thousands_in_the_texts() -> None:
+    """30_510 tokens read as ~31k (a per-1000 rounding, half up here), 2_501 as ~3k."""
+    cands = meas(4, 1, 100_000).candidates
+    assert "(~31k tokens)" in nudges.channel1_text("firm", False, nudges.Measure(100_000, 30_510, cands))
+    assert "(~3k tokens)" in nudges.channel2_text(nudges.Measure(100_000, 2_501, cands))
+
+
+def test_decide_reset_is_saved_even_when_nothing_fires() -> None:
+    state = {"level": "urgent", "last_u": 90_000}
+    assert nudges.decide(nudges.Measure(100_000, 10_000, []), state, quiet=False) is None
+    assert state == {"level": None, "last_u": 10_000}
+    empty: dict = {}
+    assert nudges.decide(nudges.Measure(100_000, 0, []), empty, quiet=False) is None
+    assert empty == {}  # nothing reclaimable on a fresh state: nothing to reset
+
+
+def test_channel2_is_kept_at_exactly_three_quarters() -> None:
+    state = {"channel2": True}
+    nudges.decide(nudges.Measure(40_000, 30_000, []), state, quiet=False)  # share 0.75, but a small tail
+    assert state["channel2"] is True

@@ -173,3 +173,28 @@ def test_served_tokens_drop_emptied_messages_and_stripped_reasoning() -> None:
     assert accounting.served_tokens(messages, sizes, sites, stripped={"a2"}) == 80  # no cache: nothing known
     assert accounting.served_tokens(messages, sizes, sites, stripped=set(), reasoning={"a2": 5}) == 80
     assert accounting.served_tokens(messages, sizes, sites, stripped={"a2"}, reasoning={"a2": 500}) == 10
+
+
+def test_plan_takes_a_one_token_saving_by_default() -> None:
+    tiny = [text(1, 9, m.ASSISTANT, index=0), text(2, 50, m.USER, index=1)]  # saves 9 - 8 = 1; index 1 is live
+    assert picked(reclaim.plan(tiny, 100, 0, 99, include_protected=False)) == [(1, "placeholder", "reclaim")]
+
+
+def test_savings_of_several_drops_in_one_message_add_up() -> None:
+    """Two parts of one message dropped in the same mode: both savings count (each mode's branch)."""
+    assert accounting.savings_by_message([dropped(text(1, 5_000, m.USER, index=3), MODE_PREVIEW),
+                                          dropped(text(2, 5_000, m.USER, index=3), MODE_PREVIEW)]) == {3: 1_880}
+    assert accounting.savings_by_message([dropped(text(1, 0, m.USER, index=3, kind=KIND_MEDIA)),
+                                          dropped(text(2, 0, m.USER, index=3, kind=KIND_MEDIA))]) == {3: 984}
+    for mode, calls in ((MODE_SKELETON, {}), (MODE_EDIT_MARKER, {0: 12}), (MODE_REMOVED, {0: 60})):
+        pair = [dropped(tool(1, 100, index=0, input_tokens=30), mode), dropped(tool(2, 50, index=0, input_tokens=30),
+                                                                              mode)]
+        first = {1: 92 + 42} if mode != MODE_REMOVED else {1: 150}
+        assert accounting.savings_by_message(pair) == {**first, **calls}, mode
+
+
+def test_served_tokens_subtract_nothing_for_a_stripped_message_without_a_cached_cost() -> None:
+    messages = conversation()
+    sites, _, _ = tagger.assign(messages, {}, 0, len)
+    assert accounting.served_tokens(messages, [10, 60, 40, 70], sites, stripped={"u0", "a2"},
+                                    reasoning={"a2": 5}) == 175

@@ -298,7 +298,6 @@ def test_an_unreadable_ttl_says_how_to_write_one() -> None:
 
 
 def test_a_bare_decimal_is_seconds() -> None:
-    # also in the parametrized cases; mutmut 3.8.1 did not re-run that case for a mutant of this branch
     assert cost.parse_ttl("2.5") == 2500
 
 

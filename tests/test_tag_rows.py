@@ -9,6 +9,7 @@ import pytest
 
 from magic_context.store import db
 from magic_context.store import raw as raw_store
+from magic_context.store import tags as tag_rows
 from magic_context.transform import tags
 from magic_context.transform.tags import Tag
 
@@ -47,9 +48,7 @@ def test_drop_decisions_and_sources_persist(conn: sqlite3.Connection) -> None:
     assert (loaded["u2:p1"].status, loaded["u2:p1"].drop_mode) == (tags.ACTIVE, None)
     tags.save_source(conn, pk, [(1, "pristine"), (2, "output")])
     tags.save_source(conn, pk, [(1, "changed")])  # stored once
-    got = conn.execute("SELECT tag_number, content FROM source_contents WHERE session_pk = ? ORDER BY tag_number",
-                       (pk,)).fetchall()
-    assert [tuple(r) for r in got] == [(1, "pristine"), (2, "output")]
+    assert [tag_rows.source(conn, pk, n) for n in (1, 2, 3)] == ["pristine", "output", None]
 
 
 def test_known_tags_read_the_served_messages_and_fetch_missing_tool_tags(conn: sqlite3.Connection) -> None:

@@ -119,3 +119,17 @@ def test_write_prefixes_marks_active_text_and_the_first_tool_output_only() -> No
 def test_strip_echo_only_at_the_start() -> None:
     assert tagger.strip_echo("§3§ §4§ two echoes") == "two echoes"
     assert tagger.strip_echo("no echo §3§ here") == "no echo §3§ here"
+
+
+def test_a_second_result_of_an_arc_does_not_hide_the_parts_after_it() -> None:
+    messages = [
+        m.Message("a1", m.ASSISTANT, [m.Block(m.TOOL_CALL, tool_id="c1", tool_name="read", input={}, key="p0")]),
+        m.Message("u1", m.USER, [m.Block(m.TOOL_RESULT, text="one", tool_id="c1", key="p0"),
+                                 m.Block(m.TOOL_RESULT, text="two", tool_id="c1", key="p1"),
+                                 m.Block(m.TEXT, text="and a remark", key="p2"),
+                                 m.Block(m.TOOL_RESULT, text="lost", tool_id="c7", key="p3")]),
+    ]
+    sites, _, _ = tagger.assign(messages, {}, 0, len)
+    assert [s.tag.part_key for s in sites] == ["tool:c1@a1", "u1:p2", "tool:c7@u1"]
+    assert sites[0].block is messages[1].blocks[0]  # a tool site's block is its first result
+    assert sites[2].tag.tool_name is None  # an orphan without a name stays unnamed

@@ -128,3 +128,9 @@ def test_skipped() -> None:
     assert guidance.skipped("a SKIP b", ["x", "SKIP"])
     assert not guidance.skipped("a b", ["", "x"])  # an empty signature never matches
     assert not guidance.skipped("a b", [])
+
+
+def test_apply_marks_every_marked_message() -> None:
+    first, second = user("u1", 0, "one"), user("u2", 0, "two")
+    temporal.apply([first, second], {"u1": "<!-- +5m -->\n", "u2": "<!-- +1h -->\n"})
+    assert [first.blocks[0].text, second.blocks[0].text] == ["<!-- +5m -->\none", "<!-- +1h -->\ntwo"]

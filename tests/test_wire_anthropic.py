@@ -485,3 +485,28 @@ def test_tool_names_skip_junk() -> None:
              "junk", {"name": 3}, {"description": "no name"}, {"name": "mcp__magic-context__ctx_reduce"}]
     assert anthropic.tool_names(tools) == ["read", "web_search", "mcp__magic-context__ctx_reduce"]
     assert anthropic.tool_names(None) == [] and anthropic.tool_names({"name": "x"}) == []
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (5, "anthropic system: expected a string or an array of text blocks, got number"),
+    ({"text": "x"}, "anthropic system: expected a string or an array of text blocks, got object"),
+    (["ok", 3], "anthropic system[1]: expected a text block, got number"),
+])
+def test_system_bad_shape_names_the_entry_and_what_it_got(value: object, message: str) -> None:
+    with pytest.raises(BadInput) as caught:
+        anthropic.system_texts(value)
+    assert str(caught.value) == message
+
+
+def test_system_entries_plain_strings_and_untyped_blocks_are_text() -> None:
+    """A plain string and a block without `type` are text; a text block whose text is not a string, and any
+    other type, are kept in place but carry no text. apply_system replaces texts in order, in the same form."""
+    value = ["S", {"text": "U"}, {"type": "text", "text": 7}, {"type": "future", "text": "F"},
+             {"type": "text", "text": "T"}]
+    assert anthropic.system_texts(value) == ["S", "U", "T"]
+    out = anthropic.apply_system(value, ["S1", "U1", "T1", "N"])
+    assert out == ["S1", {"text": "U1"}, {"type": "text", "text": 7}, {"type": "future", "text": "F"},
+                   {"type": "text", "text": "T1"}, {"type": "text", "text": "N"}]
+    assert anthropic.apply_system(["a", "b", "c"], ["x", "y"]) == ["x", "y", "c"]  # entries beyond texts kept
+    with pytest.raises(BadInput, match=r"^anthropic system\[1\]: expected a text block, got number$"):
+        anthropic.apply_system([{"text": "ok"}, 3], ["x"])  # the shape is checked before any edit

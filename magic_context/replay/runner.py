@@ -23,6 +23,7 @@ from magic_context.replay.engine import McRunner
 from magic_context.replay.passes import Replayable, prepare
 from magic_context.replay.units import TokenCounter
 from magic_context.results import Result
+from magic_context.store.passes import HistorianActivity
 from magic_context.transform import scheduler
 from magic_context.wire.importers import load_session
 
@@ -291,7 +292,7 @@ def _run_mc(rep: Replayable, *, counter: TokenCounter, price: cost.Pricing, ttl_
             run.floor_ms.append(served.floor_ms)
             run.pass_kinds[str(served.report.get("pass", "?"))] += 1
             run.threshold_percent = served.report.get("threshold_percent", run.threshold_percent)
-            if served.report.get("historian") == "fired":
+            if served.report.get("historian") == HistorianActivity.FIRED:
                 last_run = _bill_historian(run, runner.historian_state(), last_run, spec.at_ms, price)
             run.historian[str(served.report.get("historian", "?"))] += 1
             run.emergencies += served.emergency

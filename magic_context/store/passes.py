@@ -7,10 +7,29 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from enum import StrEnum
 
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
     from typing import Any
+
+
+class PassKind(StrEnum):
+    """A pass report's `pass` (`pass_reports.pass_kind`): defer (the cached prefix is kept), execute (the pass
+    busts the cache and applies queued work) or fold (HARD: m[0] is rebuilt)."""
+
+    DEFER = "defer"
+    EXECUTE = "execute"
+    FOLD = "fold"
+
+
+class HistorianActivity(StrEnum):
+    """A pass report's `historian`: what the pass found or did: idle, running (a live run holds the lease)
+    or fired (the pass started a run)."""
+
+    IDLE = "idle"
+    RUNNING = "running"
+    FIRED = "fired"
 
 
 def record_report(conn: sqlite3.Connection, session_pk: int, report: dict[str, Any], *, now_ms: int,

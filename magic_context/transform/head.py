@@ -131,7 +131,10 @@ def _memory_delta(conn: sqlite3.Connection, ctx: HeadContext, watermarks: dict[s
             last_kind.pop(memory_id, None)
             last_kind[memory_id] = (kind, by)
     touched = sorted(last_kind)
-    live = {int(r["id"]): r for r in memory_store.eligible(conn, ctx.project_id, now, ids=touched)}
+    # A replacement may carry no mutation of its own (a merge that keeps one source's text): look it up too.
+    replacements = {by for _, by in last_kind.values() if by is not None}
+    live = {int(r["id"]): r for r in memory_store.eligible(conn, ctx.project_id, now,
+                                                            ids=sorted(replacements.union(touched)))}
     chosen_ids = {int(r["id"]) for r in chosen}
     # A replacement or restored memory the baseline never showed is forced into <new-memories>.
     forced_ids = [i for i in touched

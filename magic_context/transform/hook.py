@@ -122,9 +122,12 @@ def serve_pass(data: bytes, options: dict[str, str | bool], *, debug: bool = Fal
         report["warnings"] = [*report.get("warnings", []), reason]
         return Served(protocol.dumps(result.document), report, fresh)
     except Exception:
+        from magic_context.store.passes import PassKind
+
         _warn(f"{reason}; served the input unchanged")
         _record_fallback(fresh, reason, "input unchanged")
-        return Served(data, {"pass": "defer", "bust": False, "reason": "input served unchanged", "warnings": [reason]})
+        return Served(data, {"pass": PassKind.DEFER, "bust": False, "reason": "input served unchanged",
+                             "warnings": [reason]})
 
 
 FALLBACKS_KEY = "fallbacks"

@@ -178,9 +178,14 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
         if readonly:
             return _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
                               readonly=True, warnings=warnings, started=started)
+        emergency = None
         with store_db.atomic(conn, commit=not inp.dry_run):
-            return _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
-                              readonly=False, warnings=warnings, started=started)
+            try:
+                return _run_in_db(conn, inp, hot, codec=codec, primary=primary, compaction=compaction,
+                                  readonly=False, warnings=warnings, started=started)
+            except ContextEmergency as exc:  # commit what the pass stored (the session, its raw history, a
+                emergency = exc  # historian it started): `mc wrapup`, which exit 4 advises, works on all of it
+        raise emergency
     except sqlite3.OperationalError as exc:
         raise store_db.classify(exc) from exc
     finally:
@@ -231,9 +236,9 @@ def _repair_pairing(messages: list[m.Message], msg_tokens: list[int], harness: s
 
 
 def _unchanged(inp: PassInput, reason: str) -> PassResult:
-    return PassResult(inp.document, {"pass": "defer", "bust": False, "reason": reason, "tokens_before": 0,
+    return PassResult(inp.document, {"pass": passes.PassKind.DEFER, "bust": False, "reason": reason, "tokens_before": 0,
                                      "tokens_after": 0, "tags": 0, "dropped": 0, "pending_drops": 0,
-                                     "historian": "idle", "ms": 0.0, "warnings": []})
+                                     "historian": passes.HistorianActivity.IDLE, "ms": 0.0, "warnings": []})
 
 
 def _decode_and_sync(conn: sqlite3.Connection, inp: PassInput, codec: Codec, pk: int, *, skim: int,
@@ -412,7 +417,7 @@ def _schedule(p: Pass, view: View, meas: Measure) -> Schedule:
     historian = _historian(p.conn, p.inp, p.hot, view.pk, messages=view.messages, msg_tokens=view.msg_tokens,
                            usage_tokens=meas.usage_tokens, limit=meas.limit.tokens, threshold=meas.threshold,
                            enabled=p.compaction and p.primary and not p.readonly and not p.inp.dry_run)
-    mutate = bust and p.compaction and (historian != "running" or meas.force or hard)
+    mutate = bust and p.compaction and (historian != passes.HistorianActivity.RUNNING or meas.force or hard)
     return Schedule(with_head, m0_meta, hard_reasons, hard, bust, historian, mutate)
 
 
@@ -468,10 +473,37 @@ def _decide(p: Pass, view: View, meas: Measure, sched: Schedule) -> Decisions:
             projected >= scheduler.BLOCK_PERCENT / 100 * limit.tokens:
         raise ContextEmergency(
             f"context at {meas.decision.usage_percent:.0f}% of the {limit.tokens}-token window "
-            "and nothing could be folded",
-            fix=f"run `mc wrapup --session {p.inp.session_id}` to compact older history, then retry",
-        )
+            "and nothing could be folded", fix=_emergency_fix(p, view, projected, limit.tokens, sched.historian))
     return Decisions(new_drops, done_pending, stripped)
+
+
+WRAPUP_KEEP = 20  # `mc wrapup`'s default --keep: the newest messages it leaves raw
+
+
+def _inline_historian() -> bool:
+    from magic_context.history import runner
+
+    return runner.inline_mode()
+
+
+def _emergency_fix(p: Pass, view: View, projected: int, limit: int, historian: str) -> str:
+    """Exit 4's advice, one that works (issue #14 item 2). Only compacting older history into compartments
+    frees what the drops leave (every dropped message still costs its placeholder): when that would bring
+    the request under the block band, say how — wait for the historian this pass started, or run `mc
+    wrapup` (the pass committed the history it was given, so wrapup sees all of it). Otherwise what fills
+    the window is what mc cannot shrink: the system prompt, the tools and the newest turn."""
+    session = p.inp.session_id
+    cut = accounting.savings_by_message(view.sites)  # what the drops decided so far already save
+    old = range(max(0, len(view.messages) - WRAPUP_KEEP))
+    foldable = sum(view.msg_tokens[i] - cut.get(i, 0) for i in old if view.messages[i].role != m.SYSTEM)
+    head = int(p.hot["history_budget_percentage"] * limit)  # what the compartments cost in m[0] instead
+    if projected - foldable + head >= scheduler.BLOCK_PERCENT / 100 * limit:
+        return ("the system prompt, the tool definitions and the newest turn fill it, which mc cannot shrink: "
+                "start a new session or use a model with a larger window")
+    if historian == "running" or (historian == "fired" and not _inline_historian()):
+        return (f"the historian is compacting older history now: retry once `mc status --session {session}` "
+                "no longer shows it running")
+    return f"run `mc wrapup --session {session}` to compact older history, then retry"
 
 
 def _apply(p: Pass, view: View, meas: Measure, decisions: Decisions) -> Served:
@@ -587,7 +619,7 @@ def _report(p: Pass, view: View, meas: Measure, sched: Schedule, *, decisions: D
     else:
         head_now = 0
     hard, bust, decision = head_out.hard, sched.bust, meas.decision
-    pass_kind = "fold" if hard else "execute" if bust else "defer"
+    pass_kind = passes.PassKind.FOLD if hard else passes.PassKind.EXECUTE if bust else passes.PassKind.DEFER
     pending_left = pending_ops.count(p.conn, view.pk) - len(decisions.done_pending)
     report = {
         "pass": pass_kind, "bust": bust,
@@ -605,10 +637,11 @@ def _report(p: Pass, view: View, meas: Measure, sched: Schedule, *, decisions: D
 
 
 def _historian(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, pk: int, *, messages: list[m.Message],
-               msg_tokens: list[int], usage_tokens: int, limit: int, threshold: float, enabled: bool) -> str:
+               msg_tokens: list[int], usage_tokens: int, limit: int, threshold: float,
+               enabled: bool) -> passes.HistorianActivity:
     """Evaluate the historian trigger; start it (inline or detached) when it fires. Returns the report word."""
     if not enabled:
-        return "idle"
+        return passes.HistorianActivity.IDLE
     running = leases.is_live(conn, leases.historian_lease(pk), inp.now_ms)
     last_end = compartment_store.last_end(conn, pk)
     figures = history_trigger.tail_figures(messages, msg_tokens, last_end=last_end, context_limit=limit,
@@ -617,15 +650,15 @@ def _historian(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, pk: int
         usage_tokens=usage_tokens, context_limit=limit, threshold_percent=threshold, tail_tokens=figures.tokens,
         tail_messages=figures.messages, commit_clusters=figures.commit_clusters, running=running)
     if not decision.fire:
-        return "running" if running else "idle"
+        return passes.HistorianActivity.RUNNING if running else passes.HistorianActivity.IDLE
     from magic_context.history import runner
 
     if runner.inline_mode():
         runner.run_once(conn, pk, emergency=decision.emergency, now_ms=inp.now_ms)
-        return "fired"
+        return passes.HistorianActivity.FIRED
     launched = runner.launch_background(conn, pk, session_id=inp.session_id, harness=inp.harness,
                                         now_ms=inp.now_ms, timeout_ms=int(hot["historian.timeout_ms"]))
-    return "fired" if launched else "idle"
+    return passes.HistorianActivity.FIRED if launched else passes.HistorianActivity.IDLE
 
 
 def _fold(messages: list[m.Message], msg_tokens: list[int], through: int) -> tuple[list[m.Message], list[int]]:

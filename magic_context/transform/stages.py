@@ -109,7 +109,7 @@ class Schedule:
     hard_reasons: list[str]
     hard: bool
     bust: bool
-    historian: str
+    historian: str  # a store.passes.HistorianActivity
     mutate: bool
 
 

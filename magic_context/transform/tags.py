@@ -8,6 +8,7 @@ per assistant turn.
 from __future__ import annotations
 
 import sqlite3
+from enum import StrEnum
 
 from magic_context.records import record
 from magic_context.store import tags as tag_rows
@@ -16,20 +17,45 @@ TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transfo
 if TYPE_CHECKING:
     from typing import Final
 
-KIND_TEXT: Final = "text"
-KIND_TOOL: Final = "tool"
-KIND_MEDIA: Final = "media"
 
-ACTIVE: Final = "active"
-DROPPED: Final = "dropped"
 
-# Drop modes (frozen at first application, replayed on every pass).
-MODE_PLACEHOLDER: Final = "placeholder"  # text → "[dropped §N§]"; media → a text part "[dropped §N§]"
-MODE_TRUNCATED: Final = "truncated"  # user text → "[truncated §N§]\n<preview>…"
-MODE_REMOVED: Final = "removed"  # tool arc: call and result(s) removed together (OpenCode: the whole part)
-MODE_SKELETON: Final = "skeleton"  # tool arc: call kept, output → "[dropped §N§]"
-MODE_EDIT_MARKER: Final = "edit_marker"  # superseded edit: call keeps its path, output → "[dropped §N§]"
-MODE_PREVIEW: Final = "preview"  # oversized live content: a bounded head/tail preview carrying §N§ (tool: call kept)
+class TagKind(StrEnum):
+    """`tags.kind`: what a tag numbers."""
+
+    TEXT = "text"
+    TOOL = "tool"  # a tool arc: the call and its result(s)
+    MEDIA = "media"
+
+
+class TagStatus(StrEnum):
+    """`tags.status`: a dropped tag stays dropped (its drop is replayed on every pass)."""
+
+    ACTIVE = "active"
+    DROPPED = "dropped"
+
+
+class DropMode(StrEnum):
+    """`tags.drop_mode`: how a dropped tag is shown, frozen at first application and replayed on every pass."""
+
+    PLACEHOLDER = "placeholder"  # text → "[dropped §N§]"; media → a text part "[dropped §N§]"
+    TRUNCATED = "truncated"  # user text → "[truncated §N§]\n<preview>…"
+    REMOVED = "removed"  # tool arc: call and result(s) removed together (OpenCode: the whole part)
+    SKELETON = "skeleton"  # tool arc: call kept, output → "[dropped §N§]"
+    EDIT_MARKER = "edit_marker"  # superseded edit: call keeps its path, output → "[dropped §N§]"
+    PREVIEW = "preview"  # oversized live content: a bounded head/tail preview carrying §N§ (tool: call kept)
+
+
+KIND_TEXT: Final = TagKind.TEXT
+KIND_TOOL: Final = TagKind.TOOL
+KIND_MEDIA: Final = TagKind.MEDIA
+ACTIVE: Final = TagStatus.ACTIVE
+DROPPED: Final = TagStatus.DROPPED
+MODE_PLACEHOLDER: Final = DropMode.PLACEHOLDER
+MODE_TRUNCATED: Final = DropMode.TRUNCATED
+MODE_REMOVED: Final = DropMode.REMOVED
+MODE_SKELETON: Final = DropMode.SKELETON
+MODE_EDIT_MARKER: Final = DropMode.EDIT_MARKER
+MODE_PREVIEW: Final = DropMode.PREVIEW
 
 
 def placeholder(number: int) -> str:
@@ -57,8 +83,16 @@ class Tag:
         return self.status == DROPPED
 
 
+# sqlite3 hands out a new str for every value: one shared copy of each kind, status and mode word instead
+# (a 20 000-message session holds 20 000 tags: ~2.5 MB of peak RSS, issue #14 item 10).
+_WORDS: Final = {w: w for w in (KIND_TEXT, KIND_TOOL, KIND_MEDIA, ACTIVE, DROPPED, MODE_PLACEHOLDER, MODE_TRUNCATED,
+                                MODE_REMOVED, MODE_SKELETON, MODE_EDIT_MARKER, MODE_PREVIEW)}
+
+
 def _tag(r: tuple) -> Tag:  # a row in `store.tags.COLUMNS` order
-    return Tag(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9])
+    words = _WORDS
+    return Tag(r[0], r[1], words.get(r[2], r[2]), r[3], words.get(r[4], r[4]), words.get(r[5], r[5]), r[6], r[7],
+               r[8], r[9])
 
 
 def load(conn: sqlite3.Connection, session_pk: int) -> dict[str, Tag]:
@@ -131,8 +165,11 @@ __all__ = [
     "MODE_REMOVED",
     "MODE_SKELETON",
     "MODE_TRUNCATED",
+    "DropMode",
     "KnownTags",
     "Tag",
+    "TagKind",
+    "TagStatus",
     "insert_new",
     "load",
     "placeholder",

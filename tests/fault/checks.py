@@ -105,7 +105,9 @@ def contract(code: int, stdout: bytes, stderr: str, data: bytes) -> str | None:
             return f"exit 2 without exactly one error line: {stderr[:200]!r}"
         return None
     if code == 4:
-        return None if "context at" in stderr and "mc wrapup" in stderr else f"exit 4 without its advice: {stderr!r}"
+        lines = stderr.strip().splitlines()
+        advised = len(lines) == 1 and lines[0].startswith("mc: error: context at ") and " — " in lines[0]
+        return None if advised and not stdout else f"exit 4 without its one line of advice: {stderr!r}"
     return f"exit {code}: {stderr.strip()[:200]}"
 
 

@@ -5,6 +5,7 @@ once the fault is gone the next pass stores everything."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import resource
@@ -20,11 +21,16 @@ from .checks import REPO, contract, env, integrity, nothing_lost, record_figures
 pytestmark = pytest.mark.fault
 
 
+def _output(t: int) -> str:
+    """~4 KB that zlib cannot shrink much (mc stores raw messages and tag sources compressed): the writes of
+    a pass must outgrow the disk-full cap whatever the compression."""
+    return f"output {t} " + "".join(hashlib.sha256(f"{t}:{i}".encode()).hexdigest() for i in range(60))
+
+
 def _conversation(turns: int) -> bytes:
     messages: list = [{"role": "user", "content": "start"}]
     for t in range(turns):
-        messages += [{"role": "assistant", "content": f"step {t}"},
-                     {"role": "user", "content": f"output {t} " + "lorem ipsum dolor " * 300}]
+        messages += [{"role": "assistant", "content": f"step {t}"}, {"role": "user", "content": _output(t)}]
     return json.dumps({"harness": "anthropic", "session_id": "storage", "project_dir": "/tmp/fault-project",
                        "now": 1_764_000_000_000 + turns, "messages": messages}).encode()
 
