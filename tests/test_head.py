@@ -259,3 +259,96 @@ def test_m0_and_m1_render_compartment_times_when_temporal_is_on(conn: sqlite3.Co
                         episode_type=None, start_time=NOW - day, end_time=NOW, now_ms=NOW)
     text, _ = head.render_m1(conn, c, marks)
     assert render.render_new_compartments_p1(compartments.for_head(conn, pk, 0), temporal=True) in text
+
+
+# --- what the mutation run of head.py left open ------------------------------------------------------
+
+
+def test_m0_history_decays_to_the_history_budget(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    pk = session(conn)
+    for i in range(6):
+        compartments.insert(conn, pk, sequence=i, start=10 * i, end=10 * i + 9, start_message_id=None,
+                            end_message_id=None, title=f"step {i}", p1=f"step {i} " + "detail " * 60,
+                            p2=f"step {i} " + "gist " * 20, p3=f"step {i} short", p4=f"s{i}",
+                            content=f"step {i}", importance=50, episode_type=None, start_time=None, end_time=None,
+                            now_ms=NOW)
+    rows = compartments.for_head(conn, pk)
+    text, _ = head.render_m0(conn, ctx(pk, tmp_path, include_history=True, history_budget=200))
+    assert text == render.render_session_history(rows, 200, False, estimate=render.estimate_tokens)
+    assert text != render.render_session_history(rows, None, False, estimate=render.estimate_tokens)
+
+
+def test_m0_shows_a_fact_until_it_expires(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """Historian facts carry a TTL (180 days for CONFIG_VALUES): m[0] judges it at the pass's time."""
+    pk = session(conn)
+    day = 86_400_000
+    engine.promote_facts(conn, PID, "s", [("CONFIG_VALUES", "port was 80")], NOW - 181 * day)
+    engine.promote_facts(conn, PID, "s", [("CONFIG_VALUES", "port is 8080")], NOW - day)
+    text, marks = head.render_m0(conn, ctx(pk, tmp_path, include_memory=True))
+    assert text == "<project-memory>\n<CONFIG_VALUES>\n#2: port is 8080\n</CONFIG_VALUES>\n</project-memory>"
+    assert marks["memory_ids"] == [2] and marks["max_memory_id"] == 2
+
+
+def test_m0_memory_budget_pays_for_the_block_wrapper(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    pk = session(conn)
+    a = engine.add(conn, PID, "tests use real SQLite", "NAMING", now_ms=NOW).memory["id"]
+    est = render.estimate_tokens
+    cost = (est(f"#{a}: tests use real SQLite") + est("<NAMING>\n</NAMING>")
+            + est("<project-memory>\n</project-memory>"))
+    fits, _ = head.render_m0(conn, ctx(pk, tmp_path, include_memory=True, memory_budget=cost))
+    assert fits == f"<project-memory>\n<NAMING>\n#{a}: tests use real SQLite\n</NAMING>\n</project-memory>"
+    short, marks = head.render_m0(conn, ctx(pk, tmp_path, include_memory=True, memory_budget=cost - 1))
+    assert short == "" and marks["memory_ids"] == []
+
+
+def test_m1_names_a_replacement_only_while_the_agent_can_see_it(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """A memory superseded by one m[0] showed reads `<superseded by>` when the replacement is still there (untouched,
+    or edited since: it is live), and `<removed>` once the replacement itself was archived."""
+    pk = session(conn)
+    c = ctx(pk, tmp_path, include_memory=True)
+    keep, gone = (engine.add(conn, PID, text, "NAMING", now_ms=NOW).memory["id"] for text in ("keep", "gone"))
+    edited, merged = (engine.add(conn, PID, text, "PROJECT_RULES", now_ms=NOW).memory["id"]
+                      for text in ("edited", "merged"))
+    lost, dropped = (engine.add(conn, PID, text, "CONFIG_VALUES", now_ms=NOW).memory["id"]
+                     for text in ("lost", "dropped"))
+    _, marks = head.render_m0(conn, c)
+    assert marks["memory_ids"] == [keep, gone, edited, merged, lost, dropped]
+    engine.merge(conn, [keep, gone], now_ms=NOW + 1)  # keep's text: keep logs no mutation of its own
+    engine.edit(conn, edited, content="edited again", now_ms=NOW + 1)
+    engine.merge(conn, [edited, merged], now_ms=NOW + 1)
+    engine.merge(conn, [lost, dropped], now_ms=NOW + 1)
+    engine.archive(conn, [lost], now_ms=NOW + 1)  # the replacement is gone too
+    text, visible = head.render_m1(conn, c, marks)
+    assert text == (
+        "<session-history-since>\n<memory-updates>\nThese memories changed since the snapshot below — trust these:\n"
+        f'  <superseded id="{gone}" by="{keep}"/>\n'
+        f'  <updated id="{edited}" category="PROJECT_RULES">edited again</updated>\n'
+        f'  <superseded id="{merged}" by="{edited}"/>\n'
+        f'  <removed id="{lost}"/>\n'
+        f'  <removed id="{dropped}"/>\n'
+        "</memory-updates>\n</session-history-since>")
+    assert visible == [keep, edited]
+
+
+def test_m1_reads_a_changed_memory_at_m0s_time_even_with_a_ttl(conn: sqlite3.Connection, tmp_path: Path) -> None:
+    """The changed rows are looked up at m[0]'s time: a row still carrying an unexpired TTL is live. (The engine's
+    writers clear the TTL of a row they log a change for, so the TTL is set in SQLite here, as an older writer or a
+    future one could leave it.)"""
+    pk = session(conn)
+    c = ctx(pk, tmp_path, include_memory=True)
+    a = engine.add(conn, PID, "port is 80", "CONFIG_VALUES", now_ms=NOW).memory["id"]
+    _, marks = head.render_m0(conn, c)
+    marks["materialized_at"] = NOW
+    engine.edit(conn, a, content="port is 8080", now_ms=NOW + 1)
+    with conn:
+        conn.execute("UPDATE memories SET expires_at = ? WHERE id = ?", (NOW + 86_400_000, a))
+    text, visible = head.render_m1(conn, c, marks)
+    assert text == (
+        "<session-history-since>\n<memory-updates>\nThese memories changed since the snapshot below — trust these:\n"
+        f'  <updated id="{a}" category="CONFIG_VALUES">port is 8080</updated>\n'
+        "</memory-updates>\n</session-history-since>")
+    assert visible == [a]
+    with conn:
+        conn.execute("UPDATE memories SET expires_at = ? WHERE id = ?", (NOW, a))  # expired at m[0]'s time
+    assert head.render_m1(conn, c, marks)[0].endswith(f'  <removed id="{a}"/>\n</memory-updates>\n'
+                                                      "</session-history-since>")
