@@ -6,6 +6,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,18 @@ def isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, 
     # Tests run the historian inside the pass (deterministic; no detached processes outliving a test).
     monkeypatch.setenv("MAGIC_CONTEXT_HISTORIAN", "inline")
     return {"data": data, "config": config}
+
+
+@pytest.fixture
+def conn(isolated_dirs: dict[str, Path]) -> Iterator[sqlite3.Connection]:
+    """The migrated database of the isolated data dir, opened as the engine opens it (closed afterwards)."""
+    from magic_context.store.db import open_db
+
+    connection = open_db()
+    try:
+        yield connection
+    finally:
+        connection.close()
 
 
 @pytest.fixture

@@ -8,15 +8,7 @@ from historian_helpers import PiBuilder, store_pi
 from search_helpers import fold, session_with_history
 
 from magic_context.errors import BadInput, NotFound
-from magic_context.store.db import open_db
 from magic_context.tools import expand
-
-
-@pytest.fixture
-def conn():
-    c = open_db()
-    yield c
-    c.close()
 
 
 def test_range_lines_hold_prose_tool_inputs_and_output_heads(conn) -> None:

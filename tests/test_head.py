@@ -7,24 +7,15 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from magic_context.history import render
 from magic_context.memory import engine
-from magic_context.store import compartments, db
+from magic_context.store import compartments
 from magic_context.store import raw as raw_store
 from magic_context.transform import head
 from magic_context.wire import model as m
 
 NOW = 1_800_000_000_000
 PID = "git:head-test"
-
-
-@pytest.fixture
-def conn():
-    c = db.open_db()
-    yield c
-    c.close()
 
 
 def ctx(pk: int, project_dir: Path, **flags: object) -> head.HeadContext:

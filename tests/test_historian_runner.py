@@ -14,7 +14,6 @@ from magic_context.config.model import MCConfig
 from magic_context.history import chunk, extractive, publish, runner, wrapup
 from magic_context.history.validate import validate_historian_output
 from magic_context.llm.base import ProviderHTTPError
-from magic_context.store.db import open_db
 
 TTL = 300_000
 
@@ -29,13 +28,6 @@ def session(turns: int = 10, padding: int = 2_000) -> PiBuilder:
 def state(conn, pk: int, key: str):
     row = conn.execute("SELECT value FROM session_state WHERE session_pk = ? AND key = ?", (pk, key)).fetchone()
     return None if row is None else json.loads(row[0])
-
-
-@pytest.fixture
-def conn():
-    connection = open_db()
-    yield connection
-    connection.close()
 
 
 def test_lease_blocks_a_second_holder_until_it_expires(conn) -> None:

@@ -28,13 +28,6 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-@pytest.fixture
-def conn():
-    connection = open_db()
-    yield connection
-    connection.close()
-
-
 def test_a_lease_records_pid_and_host(conn):
     assert leases.acquire(conn, NAME, "run:a", 1_000, HOUR)
     holder, _ = leases.holder(conn, NAME)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,15 +19,6 @@ P = "git:project"
 OTHER = "git:other"
 NOW = 1_700_000_000_000
 DAY = model.DAY_MS
-
-
-@pytest.fixture
-def conn() -> Iterator[sqlite3.Connection]:
-    c = db.open_db()
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def _fts(conn: sqlite3.Connection, word: str) -> list[int]:

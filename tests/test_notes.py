@@ -3,26 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 
 import pytest
 
 from magic_context.errors import BadInput, NotFound
 from magic_context.memory import notes
-from magic_context.store import db
 from magic_context.store import raw as raw_store
 
 P = "git:proj"
 NOW = 1_700_000_000_000
-
-
-@pytest.fixture
-def conn() -> Iterator[sqlite3.Connection]:
-    c = db.open_db()
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def _session(conn: sqlite3.Connection, sid: str, project_id: str = P) -> int:

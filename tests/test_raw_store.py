@@ -21,13 +21,6 @@ from magic_context.wire.model import COMPACTION_SUMMARY, Block, Message
 _session_ids = itertools.count()
 
 
-@pytest.fixture
-def conn():
-    c = open_db()
-    yield c
-    c.close()
-
-
 def new_session(conn: sqlite3.Connection) -> int:
     return raw.ensure_session(conn, "pi", f"s{next(_session_ids)}", project_dir="/p", now_ms=1)
 

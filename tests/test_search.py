@@ -17,13 +17,6 @@ from magic_context.store.db import open_db
 from magic_context.wire import pi
 
 
-@pytest.fixture
-def conn():
-    c = open_db()
-    yield c
-    c.close()
-
-
 def run(conn, query, pk, **kw):
     kw.setdefault("project_id", "dir:syn")
     return engine.search(conn, query, session_pks=[pk], now_ms=NOW, **kw)

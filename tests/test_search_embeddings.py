@@ -13,14 +13,6 @@ from search_helpers import add_memory, session_with_history
 
 from magic_context.config.model import MCConfig
 from magic_context.search import embed, engine, health, indexer
-from magic_context.store.db import open_db
-
-
-@pytest.fixture
-def conn():
-    c = open_db()
-    yield c
-    c.close()
 
 
 @pytest.fixture

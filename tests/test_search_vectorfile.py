@@ -23,13 +23,6 @@ MODEL = "embedding-provider:test"
 DIMS = 8
 
 
-@pytest.fixture
-def conn():
-    c = open_db()
-    yield c
-    c.close()
-
-
 def unit(rows: int, seed: int) -> np.ndarray:
     m = np.random.default_rng(seed).normal(size=(rows, DIMS)).astype(np.float32)
     return m / np.linalg.norm(m, axis=1, keepdims=True)

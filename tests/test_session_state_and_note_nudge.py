@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-import pytest
-
 from magic_context.memory import notes
-from magic_context.store import db
 from magic_context.store import raw as raw_store
 from magic_context.store import state as state_store
 from magic_context.transform import note_nudge
@@ -17,13 +14,6 @@ from magic_context.wire import model as m
 
 NOW = 1_800_000_000_000
 PID = "git:nudge-test"
-
-
-@pytest.fixture
-def conn():
-    c = db.open_db()
-    yield c
-    c.close()
 
 
 def session(conn: sqlite3.Connection) -> int:

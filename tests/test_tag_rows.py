@@ -5,20 +5,10 @@ from __future__ import annotations
 
 import sqlite3
 
-import pytest
-
-from magic_context.store import db
 from magic_context.store import raw as raw_store
 from magic_context.store import tags as tag_rows
 from magic_context.transform import tags
 from magic_context.transform.tags import Tag
-
-
-@pytest.fixture
-def conn():
-    c = db.open_db()
-    yield c
-    c.close()
 
 
 def stored(conn: sqlite3.Connection) -> tuple[int, list[Tag]]:
