@@ -100,6 +100,10 @@ def summarize(rows: list[dict[str, Any]], kinds: tuple[str, ...] | None = None) 
             "mrr": sum(1 / r["rank"] for r in chosen if r["rank"]) / n}
 
 
+def _r5(summary: dict[str, float]) -> str:
+    return f"{summary['r5']:.2f}" if summary["n"] else "–"  # a set without questions of that kind
+
+
 def ensure_db(spec: dict[str, Any], rebuild: bool) -> Path:
     from bench.search_build import build
 
@@ -260,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
             s, ex = summarize(rows), summarize(rows, ("exact",))
             pa, de = summarize(rows, ("paraphrase",)), summarize(rows, ("decision", "first"))
             print(f"| {Path(spec['session']).stem} | {provider} | {s['n']} | {s['r1']:.2f} | {s['r5']:.2f} | "
-                  f"{s['mrr']:.2f} | {ex['r5']:.2f} | {pa['r5']:.2f} | {de['r5']:.2f} |")
+                  f"{s['mrr']:.2f} | {_r5(ex)} | {_r5(pa)} | {_r5(de)} |")
             if args.verbose:
                 for r in rows:
                     if r["rank"] != 1:
