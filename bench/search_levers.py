@@ -319,6 +319,19 @@ def widened_message_ranges(most: int = 40) -> Callable[..., Any]:
     return search
 
 
+def weighted_compartment_match(title: float) -> Callable[..., Any]:
+    """Compartment FTS with the title column weighted `title` against the content's 1 in BM25."""
+    from magic_context.store import search_index as idx
+
+    def match(conn: sqlite3.Connection, pk: int, expression: str, cutoff: int, limit: int) -> list[Any]:
+        return idx._rows(conn, "SELECT c.id, c.start_ordinal, c.end_ordinal, c.title, c.content, "
+                               "coalesce(c.end_time, c.created_at) AS at_ms FROM compartment_fts f JOIN compartments c "
+                               "ON c.id = f.rowid WHERE compartment_fts MATCH ? AND c.session_pk = ? AND c.end_ordinal "
+                               f"<= ? ORDER BY bm25(compartment_fts, {float(title)}, 1.0), c.start_ordinal LIMIT ?",
+                         (expression, pk, cutoff, limit))
+    return match
+
+
 def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
     """(name, providers, apply) — `apply` enters its patches on the stack."""
     from magic_context.search import engine, lanes
@@ -360,6 +373,10 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
              with_(lanes, "_semantic_messages", lambda v=v: message_vectors_from(v)))
             for v in ("inputs", "prose", "chunk300", "chunk600")]
     out += [("message hit range widened to its summary line", both, with_(engine, "search", widened_message_ranges))]
+    from magic_context.store import search_index
+
+    out += [(f"compartment title weight {w} in BM25", both,
+             with_(search_index, "match_compartments", lambda w=w: weighted_compartment_match(w))) for w in (2.0, 0.5)]
     return out
 
 
