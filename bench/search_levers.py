@@ -22,6 +22,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -313,7 +314,8 @@ def widened_message_ranges(most: int = 40) -> Callable[..., Any]:
             if h.source == "message" and h.ordinal is not None:
                 for _cid, a, b, *_rest in lines:
                     if a <= h.ordinal <= b and b - a <= most:
-                        h.ordinal_start, h.ordinal_end = min(h.ordinal_start, a), max(h.ordinal_end, b)
+                        start = a if h.ordinal_start is None else min(h.ordinal_start, a)
+                        h.ordinal_start, h.ordinal_end = start, b if h.ordinal_end is None else max(h.ordinal_end, b)
                         break
         return result
     return search
@@ -337,7 +339,10 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
     from magic_context.search import engine, lanes
 
     def set_(**values: Any) -> Callable[[ExitStack], None]:
-        return lambda stack: [stack.enter_context(patched(lanes, k, v)) for k, v in values.items()] and None
+        def apply(stack: ExitStack) -> None:
+            for k, v in values.items():
+                stack.enter_context(patched(lanes, k, v))
+        return apply
 
     def with_(obj: Any, name: str, make: Callable[[], Any]) -> Callable[[ExitStack], None]:
         return lambda stack: stack.enter_context(patched(obj, name, make()))
@@ -366,17 +371,17 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
          with_(lanes, "_semantic_compartments", compartment_plus_message_cosines)),
     ]
     out += [(f"message cosines over a ±{w} window", local,
-             with_(lanes, "_semantic_messages", lambda w=w: windowed_message_cosines(w))) for w in (1, 2, 3)]
+             with_(lanes, "_semantic_messages", partial(windowed_message_cosines, w))) for w in (1, 2, 3)]
     out += [("feedback search, fused", local, with_(engine, "search", lambda: feedback_search(True))),
             ("feedback search, alone", local, with_(engine, "search", lambda: feedback_search(False)))]
     out += [(f"message vectors from {v}", local,
-             with_(lanes, "_semantic_messages", lambda v=v: message_vectors_from(v)))
+             with_(lanes, "_semantic_messages", partial(message_vectors_from, v)))
             for v in ("inputs", "prose", "chunk300", "chunk600")]
     out += [("message hit range widened to its summary line", both, with_(engine, "search", widened_message_ranges))]
     from magic_context.store import search_index
 
     out += [(f"compartment title weight {w} in BM25", both,
-             with_(search_index, "match_compartments", lambda w=w: weighted_compartment_match(w))) for w in (2.0, 0.5)]
+             with_(search_index, "match_compartments", partial(weighted_compartment_match, w))) for w in (2.0, 0.5)]
     return out
 
 
