@@ -468,6 +468,11 @@ def test_read_range_returns_every_field(conn) -> None:
     raw.sync(conn, pk, history, now_ms=77)
     assert raw.read_range(conn, pk, 1, 1) == [raw.StoredMessage(1, "m1", history[1].role, history[1].raw,
                                                                 content_hash(history[1].raw), 77)]
+    estimated = msgs(2, prefix="e")
+    estimated[1].blocks = [Block("text", text="seven!!")]
+    raw.sync(conn, pk, [*history, *estimated], now_ms=78, estimate=len)
+    assert [(s.ordinal, s.tokens) for s in raw.read_range(conn, pk, 2, 9)] == [
+        (2, 0), (3, raw.MESSAGE_OVERHEAD), (4, raw.MESSAGE_OVERHEAD + 7)]  # the stored estimate; 0: none
 
 
 def test_two_edits_under_known_ids_in_one_sync(conn):
@@ -502,6 +507,8 @@ def test_reads_turn_sqlite_errors_into_storage_errors(conn):
     for read in (raw.count, raw.last_ordinal, raw.first_ordinal, raw.live_index):
         with pytest.raises(StorageUnavailable, match="closed database"):
             read(conn, pk)
+    with pytest.raises(StorageUnavailable, match="closed database"):
+        raw.read_range(conn, pk, 0, 5)
 
 
 def test_a_write_between_our_read_and_the_lock_is_planned_again(conn):
