@@ -136,3 +136,27 @@ def test_protection_counts_the_newest_active_tags() -> None:
     assert pipeline._protection(sites, 4)[1:] == (1, 5)
     assert pipeline._protection(sites, 5)[1:] == (0, 5)  # fewer active tags than protected: all are
     assert pipeline._protection([], 3) == ({}, 0, 0)
+
+
+def test_sizes_served_adds_prefixes_head_system_and_nudges_to_the_served_messages() -> None:
+    from types import SimpleNamespace
+
+    from magic_context.transform import stages
+    from magic_context.transform.drops import PLACEHOLDER_TOKENS
+
+    messages = [msg(m.USER, 0, text("a")), msg(m.ASSISTANT, 1, text("b")), msg(m.USER, 2, text("c"))]
+    view = SimpleNamespace(messages=messages, msg_tokens=[100, 200, 300])
+    sites = [site(1, tag_store.KIND_TEXT, 10), site(2, tag_store.KIND_TEXT, 10),
+             site(3, tag_store.KIND_TEXT, 50, dropped=True)]
+    for s, index in zip(sites, (0, 1, 2), strict=True):
+        s.message_index = index
+    sites[2].tag.drop_mode = tag_store.MODE_PLACEHOLDER
+    body = 600 - (50 - PLACEHOLDER_TOKENS)
+    fixed = 7 + 11 + 13
+    sizes = stages.Sizes(True, 7, 11, 13)
+    assert sizes.served(view, sites) == body + 2 * stages.TAG_PREFIX_TOKENS + fixed  # the dropped tag has none
+    assert stages.Sizes(False, 7, 11, 13).served(view, sites) == body + fixed
+    assert sizes.served(view, sites, kept=messages[:2]) == 300 + 2 * stages.TAG_PREFIX_TOKENS + fixed
+    assert sizes.served(view, sites, kept=messages, stripped={"m1"}, reasoning={"m1": 40, "m0": 5}) == \
+        body - 40 + 2 * stages.TAG_PREFIX_TOKENS + fixed
+    assert stages.TAG_PREFIX_TOKENS == 3
