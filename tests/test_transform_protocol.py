@@ -409,3 +409,94 @@ def test_main_maps_bad_input_to_exit_2_and_writes_nothing(capsys) -> None:
     assert out.getvalue() == b""
     err = capsys.readouterr().err
     assert err.startswith("mc: error: stdin is not valid JSON: ") and err.endswith(" — pipe one JSON document\n")
+
+
+# hook.serve_pass: the fallbacks
+
+
+def _doc(session: str, now: int = NOW) -> bytes:
+    return json.dumps({"messages": [USER, {"role": "assistant", "content": "hi"}, {"role": "user", "content": "go"}],
+                       "harness": "anthropic", "session_id": session, "project_dir": "/tmp", "now": now}).encode()
+
+
+def _fallbacks(session: str):
+    from magic_context.store import db, sessions, state
+
+    conn = db.open_db()
+    try:
+        found = sessions.lookup_session(conn, "anthropic", session)
+        return None if found is None else state.load_state(conn, found[0]).get(hook.FALLBACKS_KEY)
+    finally:
+        conn.close()
+
+
+def _crash_with(monkeypatch, exc: BaseException) -> None:
+    from magic_context.transform import pipeline
+
+    def crash(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(pipeline, "_persist", crash)
+
+
+def test_a_crashed_pass_serves_the_last_known_good_and_counts_it(monkeypatch, capsys) -> None:
+    good = hook.serve_pass(_doc("lkg"), {})
+    assert good.inp.session_id == "lkg" and good.prompt_ordinal == 2 and not good.report.get("lkg")
+    capsys.readouterr()
+    _crash_with(monkeypatch, RuntimeError("boom"))
+    reason = "internal error (RuntimeError: boom)"
+    served = hook.serve_pass(_doc("lkg"), {})
+    assert served.report["lkg"] is True and served.report["warnings"] == [reason]
+    assert served.output == good.output  # the stored decisions, replayed
+    assert served.inp.session_id == "lkg" and served.prompt_ordinal is None
+    assert capsys.readouterr().err == f"mc: warning: {reason}; served the last known good context\n"
+    assert _fallbacks("lkg") == {"count": 1, "first_at": NOW, "last_at": NOW, "last_reason": reason,
+                                 "served": "last known good"}
+    hook.serve_pass(_doc("lkg", NOW + 5), {})
+    assert _fallbacks("lkg") == {"count": 2, "first_at": NOW, "last_at": NOW + 5, "last_reason": reason,
+                                 "served": "last known good"}
+
+
+def test_with_nothing_stored_a_crashed_pass_serves_the_input_unchanged(monkeypatch, capsys) -> None:
+    hook.serve_pass(_doc("other"), {})  # a database exists; this session has no row yet
+    capsys.readouterr()
+    _crash_with(monkeypatch, RuntimeError("boom"))
+    data = _doc("fresh")
+    served = hook.serve_pass(data, {})
+    reason = "internal error (RuntimeError: boom)"
+    assert served.output is data and served.inp is None and served.prompt_ordinal is None
+    assert served.report == {"pass": "defer", "bust": False, "reason": "input served unchanged", "warnings": [reason]}
+    assert capsys.readouterr().err == f"mc: warning: {reason}; served the input unchanged\n"
+    assert _fallbacks("fresh") is None  # never creates a session
+
+
+def test_storage_errors_fail_closed_unless_busy_or_configured(monkeypatch, isolated_dirs) -> None:
+    from magic_context.errors import StorageBusy, StorageUnavailable
+
+    hook.serve_pass(_doc("closed"), {})
+    _crash_with(monkeypatch, StorageUnavailable("disk gone"))
+    with pytest.raises(StorageUnavailable, match=r"^disk gone$"):
+        hook.serve_pass(_doc("closed"), {})
+    assert _fallbacks("closed") is None
+    _crash_with(monkeypatch, StorageBusy("locked"))
+    served = hook.serve_pass(_doc("closed"), {})
+    assert served.report["lkg"] is True and served.report["warnings"] == ["locked"]
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (isolated_dirs["config"] / "config.toml").write_text("fail_closed_blocking = false\n")
+    _crash_with(monkeypatch, StorageUnavailable("disk gone", fix="check it"))
+    served = hook.serve_pass(_doc("closed"), {})
+    assert served.report["warnings"] == ["disk gone — check it"]
+    assert _fallbacks("closed")["count"] == 2
+
+
+@pytest.mark.parametrize("name", ["BadInput", "ContextEmergency", "SchemaTooNew", "UnsafeLocation"])
+def test_errors_the_user_must_see_are_never_papered_over(monkeypatch, isolated_dirs, name: str) -> None:
+    from magic_context import errors
+
+    hook.serve_pass(_doc("fatal"), {})
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (isolated_dirs["config"] / "config.toml").write_text("fail_closed_blocking = false\n")
+    _crash_with(monkeypatch, getattr(errors, name)("refused"))
+    with pytest.raises(getattr(errors, name), match=r"^refused$"):
+        hook.serve_pass(_doc("fatal"), {})
+    assert _fallbacks("fatal") is None
