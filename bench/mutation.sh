@@ -47,7 +47,8 @@ declare -A TESTS=(
   # stages/pipeline: only the in-process passes count (the CLI tests run the pipeline in a subprocess, which
   # mutmut neither traces nor mutates); these few keep a pipeline mutant to seconds
   [transform/stages.py]="tests/test_pipeline_helpers.py tests/test_pipeline_passes.py tests/test_memory_head.py tests/test_response_usage.py tests/test_transform_protocol.py"
-  [transform/pipeline.py]="tests/test_pipeline_helpers.py tests/test_pipeline_passes.py tests/test_memory_head.py tests/test_response_usage.py tests/test_transform_protocol.py"
+  [transform/pipeline.py]="tests/test_pipeline_helpers.py tests/test_pipeline_passes.py tests/test_memory_head.py tests/test_response_usage.py
+    tests/test_transform_protocol.py tests/test_heuristics.py"
   [wire/anthropic.py]="tests/test_wire_anthropic.py"
   [wire/openai.py]="tests/test_wire_openai.py"
   [wire/opencode.py]="tests/test_wire_opencode.py"
