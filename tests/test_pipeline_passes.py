@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from magic_context.transform import hook
 
 NOW = 1_764_000_000_000
@@ -107,3 +109,48 @@ def test_guidance_goes_into_each_harness_system_slot_and_the_head_after_leading_
     plain = first_pass({"model": "claude-x", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
                        "plain")
     assert "system" not in plain
+
+
+def _tools(n: int) -> list:
+    messages: list = [{"role": "user", "content": "start"}]
+    for i in range(n):
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "read",
+                                                        "input": {"path": f"f{i}.py"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                                   "content": f"OUT{i} " + "word " * 100}]}]
+    return [*messages, {"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+
+
+def _at(now: int, used: int, limit: int, session: str, messages: list) -> dict:
+    return {"harness": "anthropic", "session_id": session, "project_dir": "/tmp", "now": now,
+            "model": {"provider": "anthropic", "id": "claude-sonnet-4-5", "context_limit": limit},
+            "usage": {"input_tokens": used, "output_tokens": 10}, "messages": messages}
+
+
+def test_a_pass_over_the_threshold_drops_the_oldest_outputs_and_later_passes_keep_them_dropped() -> None:
+    messages = _tools(40)
+    _, rep, _ = serve(_at(NOW, 1000, 20_000, "over", messages))
+    assert (rep["pass"], rep["threshold_percent"], rep["tags"], rep["raw_written"]) == ("fold", 65.0, 43, 83)
+    out, rep, _ = serve(_at(NOW + 2000, 14_000, 20_000, "over", messages))
+    assert rep == {**rep, "pass": "execute", "bust": True, "reason": "usage 70.1% ≥ threshold 65%",
+                   "tokens_before": 5295, "tokens_after": 2484, "dropped": 22, "new_drops": 22, "usage_tokens": 14_015,
+                   "usage_source": "provider", "pending_drops": 0}
+    text = json.dumps(out)
+    assert [i for i in range(40) if f"OUT{i} " in text] == list(range(22, 40))
+    again, rep, _ = serve(_at(NOW + 3000, 14_000, 20_000, "over", messages))
+    assert (rep["dropped"], rep["new_drops"], rep["tokens_after"]) == (22, 0, 2484)
+    assert again["messages"] == out["messages"]
+
+
+def test_a_window_the_fixed_part_fills_is_an_emergency_with_the_advice_that_works() -> None:
+    from magic_context.errors import ContextEmergency
+
+    messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "done"},
+                {"role": "user", "content": "and now?"}]
+    with pytest.raises(ContextEmergency) as caught:
+        hook.serve_pass(json.dumps(_at(NOW, 1990, 2000, "e4", messages)).encode(), {})
+    assert caught.value.message == "context at 100% of the 2000-token window and nothing could be folded"
+    assert caught.value.fix == ("the system prompt, the tool definitions and the newest turn fill it, which mc "
+                                "cannot shrink: start a new session or use a model with a larger window")
+    _, rep, _ = serve(_at(NOW + 1, 1990, 200_000, "e4", messages))  # the larger window the advice names
+    assert rep["pass"] == "fold" and rep["usage_source"] == "provider"
