@@ -570,3 +570,29 @@ def test_sync_maps_sqlite_errors(conn):
     conn.close()
     with pytest.raises(StorageUnavailable, match="closed database"):
         raw.sync(conn, pk, msgs(2), now_ms=1)
+
+
+def test_an_edit_under_a_new_id_claims_only_the_rows_between_its_neighbours(conn):
+    """m1 was deleted (it stays history) and m3 edited under a new id: X takes m3's ordinal; the unmatched m1
+    below X's left neighbour is not part of its gap (counting it would make the gap two rows for one message)."""
+    pk = new_session(conn)
+    raw.sync(conn, pk, msgs(7), now_ms=1)
+    m_ = msgs(7)
+    view = [m_[0], m_[2], msg("X"), *m_[4:]]
+    result = raw.sync(conn, pk, view, now_ms=2)
+    assert [x.ordinal for x in view] == [0, 2, 3, 4, 5, 6]
+    assert result.divergences == [(raw.EDITED, 3)] and (result.replaced, result.superseded) == (1, 1)
+    check_consistent(conn, pk, view)
+
+
+def test_a_message_inserted_after_a_dropped_head_is_an_insert_not_a_summary(conn):
+    """The head m0-m1 was dropped and X inserted right after the first message: X is appended and recorded as
+    inserted (only new messages in front of a dropped head are the harness's summary)."""
+    pk = new_session(conn)
+    raw.sync(conn, pk, msgs(5), now_ms=1)
+    m_ = msgs(5)
+    view = [m_[2], msg("X"), *m_[3:]]
+    result = raw.sync(conn, pk, view, now_ms=2)
+    assert [x.ordinal for x in view] == [2, 5, 3, 4]
+    assert result.divergences == [(raw.INSERTED, 5), (raw.COMPACTED, 2)] and result.head_dropped
+    check_consistent(conn, pk, view)
