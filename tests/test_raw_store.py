@@ -596,3 +596,21 @@ def test_a_message_inserted_after_a_dropped_head_is_an_insert_not_a_summary(conn
     assert [x.ordinal for x in view] == [2, 5, 3, 4]
     assert result.divergences == [(raw.INSERTED, 5), (raw.COMPACTED, 2)] and result.head_dropped
     check_consistent(conn, pk, view)
+
+
+def test_last_ordinal_of_an_empty_a_one_message_and_a_longer_history(conn):
+    pk = new_session(conn)
+    assert raw.sync(conn, pk, [], now_ms=1).last_ordinal is None
+    assert raw.sync(conn, pk, msgs(1), now_ms=2).last_ordinal == 0
+    assert raw.sync(conn, pk, msgs(3), now_ms=3).last_ordinal == 2
+
+
+def test_a_run_of_edits_under_new_ids_counts_each_replacement(conn):
+    pk = new_session(conn)
+    raw.sync(conn, pk, msgs(6), now_ms=1)
+    m_ = msgs(6)
+    view = [m_[0], msg("X"), msg("Y"), msg("Z"), *m_[4:]]
+    result = raw.sync(conn, pk, view, now_ms=2)
+    assert [x.ordinal for x in view] == list(range(6))
+    assert (result.replaced, result.superseded, result.appended) == (3, 3, 0)
+    assert result.divergences == [(raw.EDITED, 1)]
