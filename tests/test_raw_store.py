@@ -614,3 +614,19 @@ def test_a_run_of_edits_under_new_ids_counts_each_replacement(conn):
     assert [x.ordinal for x in view] == list(range(6))
     assert (result.replaced, result.superseded, result.appended) == (3, 3, 0)
     assert result.divergences == [(raw.EDITED, 1)]
+
+
+def test_live_rows_are_read_again_only_under_syncs_own_transaction(conn):
+    """Under the caller's open transaction (the pass holds the write lock) the first read stands; under its own,
+    sync reads the live rows once more after taking the lock."""
+    pk = new_session(conn)
+    reads: list[str] = []
+    conn.set_trace_callback(lambda sql: reads.append(sql) if sql.startswith("SELECT ordinal, message_id") else None)
+    conn.execute("BEGIN IMMEDIATE")
+    raw.sync(conn, pk, msgs(2), now_ms=1)
+    conn.execute("COMMIT")
+    assert len(reads) == 1
+    reads.clear()
+    raw.sync(conn, pk, msgs(3), now_ms=2)
+    conn.set_trace_callback(None)
+    assert len(reads) == 2
