@@ -630,3 +630,27 @@ def test_live_rows_are_read_again_only_under_syncs_own_transaction(conn):
     raw.sync(conn, pk, msgs(3), now_ms=2)
     conn.set_trace_callback(None)
     assert len(reads) == 2
+
+
+def test_a_raced_sync_with_a_dropped_head_is_planned_again_on_the_database(conn):
+    """The plan made again after another writer's append still reads the last compaction boundary from the
+    database (the input dropped its head)."""
+    other = open_db()
+    try:
+        pk = new_session(conn)
+        raw.sync(conn, pk, msgs(5), now_ms=1)
+        raced = []
+
+        def race(statement: str) -> None:
+            if statement.startswith("BEGIN IMMEDIATE") and not raced:
+                raced.append(raw.sync(other, pk, [*msgs(5), msg("theirs")], now_ms=2))
+
+        conn.set_trace_callback(race)
+        ours = [*msgs(3, start=2), msg("ours")]
+        result = raw.sync(conn, pk, ours, now_ms=3)
+        conn.set_trace_callback(None)
+        assert raced and [x.ordinal for x in ours] == [2, 3, 4, 5]
+        assert result.divergences == [(raw.FORKED, 5), (raw.COMPACTED, 2)]
+        check_consistent(conn, pk, ours)
+    finally:
+        other.close()
