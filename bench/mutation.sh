@@ -43,7 +43,7 @@ declare -A TESTS=(
   [transform/note_nudge.py]="tests/test_session_state_and_note_nudge.py tests/test_memory_head.py"
   [transform/flags.py]="tests/test_transform_protocol.py tests/test_docs.py"
   [transform/protocol.py]="tests/test_transform_protocol.py tests/test_transform_units.py tests/test_repro_bad_input.py"
-  [transform/hook.py]="tests/test_transform_protocol.py tests/test_response_usage.py tests/test_deep_nesting.py tests/test_cli.py"
+  [transform/hook.py]="tests/test_transform_protocol.py tests/test_response_usage.py tests/test_deep_nesting.py"
   # stages/pipeline: only the in-process passes count (the CLI tests run the pipeline in a subprocess, which
   # mutmut neither traces nor mutates); these few keep a pipeline mutant to seconds
   [transform/stages.py]="tests/test_pipeline_helpers.py tests/test_pipeline_passes.py tests/test_memory_head.py tests/test_response_usage.py tests/test_transform_protocol.py"

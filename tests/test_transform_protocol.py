@@ -500,3 +500,13 @@ def test_errors_the_user_must_see_are_never_papered_over(monkeypatch, isolated_d
     with pytest.raises(getattr(errors, name), match=r"^refused$"):
         hook.serve_pass(_doc("fatal"), {})
     assert _fallbacks("fatal") is None
+
+
+def test_main_maps_an_interrupt_to_its_exit_code(capsys) -> None:
+    class Interrupting(io.BytesIO):
+        def read(self, *args):
+            raise KeyboardInterrupt
+
+    out = io.BytesIO()
+    assert hook.main(["--report"], stdin=Interrupting(), stdout=out) == ExitCode.INTERRUPTED == 130
+    assert out.getvalue() == b"" and capsys.readouterr().err == "mc: interrupted\n"
