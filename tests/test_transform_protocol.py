@@ -510,3 +510,17 @@ def test_main_maps_an_interrupt_to_its_exit_code(capsys) -> None:
     out = io.BytesIO()
     assert hook.main(["--report"], stdin=Interrupting(), stdout=out) == ExitCode.INTERRUPTED == 130
     assert out.getvalue() == b"" and capsys.readouterr().err == "mc: interrupted\n"
+
+
+def test_the_opencode_fingerprint_reads_the_first_user_message_only() -> None:
+    assistant = {"info": {"id": "m0", "role": "assistant"}, "parts": [{"type": "text", "text": "A"}]}
+    odd = {"info": "not an object", "parts": [{"type": "text", "text": "B"}]}
+    user = {"info": {"id": "m1", "role": "user"}, "parts": [{"type": "text", "text": "U"}]}
+    no_parts = {"info": {"id": "m2", "role": "user"}, "parts": "U2"}
+    assert read([assistant, odd, no_parts, user], harness="opencode", project="/p").session_id == \
+        fingerprint("/p", "U")
+
+
+def test_a_non_string_user_id_is_no_conversation_mark() -> None:
+    body = {"model": "claude-x", "messages": [USER], "metadata": {"user_id": 3}}
+    assert read(body, project="/p").session_id == fingerprint("/p", "hello")
