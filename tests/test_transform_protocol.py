@@ -524,3 +524,15 @@ def test_the_opencode_fingerprint_reads_the_first_user_message_only() -> None:
 def test_a_non_string_user_id_is_no_conversation_mark() -> None:
     body = {"model": "claude-x", "messages": [USER], "metadata": {"user_id": 3}}
     assert read(body, project="/p").session_id == fingerprint("/p", "hello")
+
+
+def test_only_opencode_messages_name_their_session() -> None:
+    marked = [{"role": "user", "content": "hello", "info": {"sessionID": "S"}}]
+    assert read(marked, harness="pi", project="/p").session_id == fingerprint("/p", "hello")
+
+
+def test_a_responses_namespace_names_its_tools() -> None:
+    tools = [{"type": "namespace", "name": "mcp", "tools": [{"type": "function", "name": "ctx_reduce"}]}]
+    names = read({"model": "gpt-5", "input": "x", "tools": tools}, project="/p").tools
+    assert names is not None and "mcp__ctx_reduce" in names
+    assert protocol.reduce_available(True, names)
