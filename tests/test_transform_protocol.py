@@ -536,3 +536,9 @@ def test_a_responses_namespace_names_its_tools() -> None:
     names = read({"model": "gpt-5", "input": "x", "tools": tools}, project="/p").tools
     assert names is not None and "mcp__ctx_reduce" in names
     assert protocol.reduce_available(True, names)
+
+
+def test_a_lone_surrogate_in_the_first_user_text_still_fingerprints() -> None:
+    """The stdlib reader (documents nested past orjson's limit) lets a lone surrogate through: it hashes as '?'."""
+    inp = read([{"role": "user", "content": "a\ud800b"}], harness="pi", project="/p")
+    assert inp.session_id == "fp-" + identity.digest(b"/p\x00a?b", 8)
