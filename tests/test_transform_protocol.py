@@ -542,3 +542,8 @@ def test_a_lone_surrogate_in_the_first_user_text_still_fingerprints() -> None:
     """The stdlib reader (documents nested past orjson's limit) lets a lone surrogate through: it hashes as '?'."""
     inp = read([{"role": "user", "content": "a\ud800b"}], harness="pi", project="/p")
     assert inp.session_id == "fp-" + identity.digest(b"/p\x00a?b", 8)
+
+
+def test_switch_valued_session_and_model_options_are_ignored() -> None:
+    inp = protocol.read_input([USER], {"--project": "/p", "--session": True, "--model": True})
+    assert (inp.session_id, inp.model_key) == (fingerprint("/p", "hello"), None)
