@@ -590,3 +590,37 @@ def test_fresh_user_turn_puts_tool_results_first() -> None:
         {"type": "tool_result", "tool_use_id": "c1", "content": "one"},
         {"type": "tool_result", "tool_use_id": "c2", "content": "two"},
         {"type": "text", "text": "before"}, {"type": "text", "text": "between"}]}
+
+
+def _ids_of(doc: list, skim: int = 0) -> list[tuple[str, str | None]]:
+    return [(x.id, x.digest) for x in anthropic.decode(copy.deepcopy(doc), skim=skim)]
+
+
+def test_ids_see_a_lone_plain_text_block_as_its_string_and_ignore_marks_on_any_block() -> None:
+    text_block = {"type": "text", "text": "hi"}
+    assert _ids_of([{"role": "user", "content": [text_block]}]) == _ids_of([{"role": "user", "content": "hi"}])
+    two = [{"role": "user", "content": [text_block, {"type": "text", "text": "there"}]}]
+    marked = [{"role": "user", "content": [text_block, {"type": "text", "text": "there",
+                                                         "cache_control": {"type": "ephemeral"}}]}]
+    assert _ids_of(marked) == _ids_of(two)
+    assert _ids_of(two) != _ids_of([{"role": "user", "content": "hi\nthere"}])
+    lone_call = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": {}}]}]
+    assert _ids_of(lone_call) != _ids_of([{"role": "assistant", "content": ""}])
+
+
+@pytest.mark.parametrize("content", [5, [5, {"type": "text", "text": "x"}], {"k": 1}, "", [], None,
+                                     [5, {"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}]])
+def test_skimmed_messages_get_an_id_whatever_their_content(content: object) -> None:
+    """A skimmed message was decoded whole on an earlier pass: its content is hashed, never read or checked."""
+    doc = [{"role": "user", "content": content}, {"role": "assistant", "content": "ok"}]
+    (msg_id, digest), _ = _ids_of(doc, skim=1)
+    assert msg_id.endswith(digest)
+    assert (msg_id, digest) != _ids_of([{"role": "user", "content": "other"}], skim=1)[0]
+
+
+def test_sample_round_trips_and_an_assigned_input_is_written_even_when_none() -> None:
+    assert roundtrip(sample()) == sample()  # server tool blocks keep their own input
+    msgs = anthropic.decode(sample())
+    msgs[1].blocks[2].input = None
+    assert anthropic.encode(msgs)[1]["content"][2] == {"type": "tool_use", "id": "toolu_1", "name": "read",
+                                                       "input": None}
