@@ -624,3 +624,30 @@ def test_sample_round_trips_and_an_assigned_input_is_written_even_when_none() ->
     msgs[1].blocks[2].input = None
     assert anthropic.encode(msgs)[1]["content"][2] == {"type": "tool_use", "id": "toolu_1", "name": "read",
                                                        "input": None}
+
+
+@pytest.mark.parametrize(("doc", "message"), [
+    ({"role": "user"}, "anthropic messages: expected an array, got object"),
+    ([{"role": "user", "content": "a"}, "hello"], "anthropic messages[1]: expected a message object, got string"),
+    ([{"role": "tool", "content": "a"}],
+     "anthropic messages[0].role: unknown role 'tool' (expected user, assistant or system)"),
+    ([{"role": "x" * 50, "content": "a"}],
+     f"anthropic messages[0].role: unknown role '{'x' * 40}' (expected user, assistant or system)"),
+    ([{"content": "a"}], "anthropic messages[0].role: unknown role null (expected user, assistant or system)"),
+    ([{"role": "user", "content": 5}],
+     "anthropic messages[0].content: expected a string or an array of blocks, got number"),
+    ([{"role": "user", "content": ["x"]}],
+     "anthropic messages[0].content[0]: expected a content block object, got string"),
+    ([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": True}]}],
+     "anthropic messages[0].content[1].text: expected a string, got boolean"),
+    ([{"role": "assistant", "content": [{"type": "tool_use", "name": "x", "input": {}}]}],
+     "anthropic messages[0].content[0].id: expected a string, got null"),
+    ([{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": 3, "input": {}}]}],
+     "anthropic messages[0].content[0].name: expected a string, got number"),
+    ([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": ["t"]}]}],
+     "anthropic messages[0].content[0].tool_use_id: expected a string, got array"),
+])
+def test_bad_shapes_say_exactly_what_was_found(doc: object, message: str) -> None:
+    with pytest.raises(BadInput) as err:
+        anthropic.decode(doc)  # type: ignore[arg-type]
+    assert str(err.value) == message
