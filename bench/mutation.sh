@@ -41,6 +41,14 @@ declare -A TESTS=(
   [transform/state.py]="tests/test_session_state_and_note_nudge.py"
   [transform/tags.py]="tests/test_tag_rows.py"
   [transform/note_nudge.py]="tests/test_session_state_and_note_nudge.py tests/test_memory_head.py"
+  [transform/flags.py]="tests/test_transform_protocol.py tests/test_docs.py"
+  [transform/protocol.py]="tests/test_transform_protocol.py tests/test_transform_units.py tests/test_repro_bad_input.py"
+  [transform/hook.py]="tests/test_transform_protocol.py tests/test_response_usage.py tests/test_deep_nesting.py"
+  # stages/pipeline: only the in-process passes count (the CLI tests run the pipeline in a subprocess, which
+  # mutmut neither traces nor mutates); these few keep a pipeline mutant to seconds
+  [transform/stages.py]="tests/test_pipeline_helpers.py tests/test_pipeline_passes.py tests/test_memory_head.py tests/test_response_usage.py tests/test_transform_protocol.py"
+  [transform/pipeline.py]="tests/test_pipeline_helpers.py tests/test_pipeline_passes.py tests/test_memory_head.py tests/test_response_usage.py
+    tests/test_transform_protocol.py tests/test_heuristics.py"
   [wire/anthropic.py]="tests/test_wire_anthropic.py"
   [wire/openai.py]="tests/test_wire_openai.py"
   [wire/opencode.py]="tests/test_wire_opencode.py"
@@ -53,6 +61,7 @@ ORDER=(config/trust.py transform/heuristics.py wire/arcs.py replay/cost.py histo
        transform/reclaim.py transform/accounting.py transform/state.py transform/note_nudge.py
        transform/tags.py wire/anthropic.py wire/openai.py
        wire/opencode.py wire/pi.py wire/responses.py)
+ORDER+=(transform/flags.py transform/protocol.py transform/hook.py transform/stages.py transform/pipeline.py)
 MODULES=("$@")
 [ ${#MODULES[@]} -eq 0 ] && MODULES=("${ORDER[@]}")
 

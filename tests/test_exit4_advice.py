@@ -21,15 +21,18 @@ import time
 from conftest import run_mc
 
 LIMIT = 30_000
-NOW = int(time.time() * 1000)  # the pass dates the historian's lease by it: `mc status` reads it by the clock
 
 
 def _request(turns: int, *, limit: int, used: int) -> bytes:
+    """The request, dated now: the pass dates the historian's lease by `now` and `mc status` reads the lease
+    by the wall clock, so a date taken at import time (minutes earlier in a loaded full run) would show a
+    live historian as stopped."""
+    now = int(time.time() * 1000)
     messages: list = []
     for i in range(turns):
         messages += [{"role": "user", "content": f"go {i}"}, {"role": "assistant", "content": f"done {i}"}]
     messages.append({"role": "user", "content": "and now?"})
-    return json.dumps({"harness": "anthropic", "session_id": "e4", "project_dir": "/tmp/e4-project", "now": NOW,
+    return json.dumps({"harness": "anthropic", "session_id": "e4", "project_dir": "/tmp/e4-project", "now": now,
                        "model": {"provider": "anthropic", "id": "claude-sonnet-4-5", "context_limit": limit},
                        "usage": {"input_tokens": used, "output_tokens": 10}, "messages": messages}).encode()
 

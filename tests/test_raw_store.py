@@ -468,6 +468,11 @@ def test_read_range_returns_every_field(conn) -> None:
     raw.sync(conn, pk, history, now_ms=77)
     assert raw.read_range(conn, pk, 1, 1) == [raw.StoredMessage(1, "m1", history[1].role, history[1].raw,
                                                                 content_hash(history[1].raw), 77)]
+    estimated = msgs(2, prefix="e")
+    estimated[1].blocks = [Block("text", text="seven!!")]
+    raw.sync(conn, pk, [*history, *estimated], now_ms=78, estimate=len)
+    assert [(s.ordinal, s.tokens) for s in raw.read_range(conn, pk, 2, 9)] == [
+        (2, 0), (3, raw.MESSAGE_OVERHEAD), (4, raw.MESSAGE_OVERHEAD + 7)]  # the stored estimate; 0: none
 
 
 def test_two_edits_under_known_ids_in_one_sync(conn):
@@ -502,6 +507,8 @@ def test_reads_turn_sqlite_errors_into_storage_errors(conn):
     for read in (raw.count, raw.last_ordinal, raw.first_ordinal, raw.live_index):
         with pytest.raises(StorageUnavailable, match="closed database"):
             read(conn, pk)
+    with pytest.raises(StorageUnavailable, match="closed database"):
+        raw.read_range(conn, pk, 0, 5)
 
 
 def test_a_write_between_our_read_and_the_lock_is_planned_again(conn):
@@ -563,3 +570,88 @@ def test_sync_maps_sqlite_errors(conn):
     conn.close()
     with pytest.raises(StorageUnavailable, match="closed database"):
         raw.sync(conn, pk, msgs(2), now_ms=1)
+
+
+def test_an_edit_under_a_new_id_claims_only_the_rows_between_its_neighbours(conn):
+    """m1 was deleted (it stays history) and m3 edited under a new id: X takes m3's ordinal; the unmatched m1
+    below X's left neighbour is not part of its gap (counting it would make the gap two rows for one message)."""
+    pk = new_session(conn)
+    raw.sync(conn, pk, msgs(7), now_ms=1)
+    m_ = msgs(7)
+    view = [m_[0], m_[2], msg("X"), *m_[4:]]
+    result = raw.sync(conn, pk, view, now_ms=2)
+    assert [x.ordinal for x in view] == [0, 2, 3, 4, 5, 6]
+    assert result.divergences == [(raw.EDITED, 3)] and (result.replaced, result.superseded) == (1, 1)
+    check_consistent(conn, pk, view)
+
+
+def test_a_message_inserted_after_a_dropped_head_is_an_insert_not_a_summary(conn):
+    """The head m0-m1 was dropped and X inserted right after the first message: X is appended and recorded as
+    inserted (only new messages in front of a dropped head are the harness's summary)."""
+    pk = new_session(conn)
+    raw.sync(conn, pk, msgs(5), now_ms=1)
+    m_ = msgs(5)
+    view = [m_[2], msg("X"), *m_[3:]]
+    result = raw.sync(conn, pk, view, now_ms=2)
+    assert [x.ordinal for x in view] == [2, 5, 3, 4]
+    assert result.divergences == [(raw.INSERTED, 5), (raw.COMPACTED, 2)] and result.head_dropped
+    check_consistent(conn, pk, view)
+
+
+def test_last_ordinal_of_an_empty_a_one_message_and_a_longer_history(conn):
+    pk = new_session(conn)
+    assert raw.sync(conn, pk, [], now_ms=1).last_ordinal is None
+    assert raw.sync(conn, pk, msgs(1), now_ms=2).last_ordinal == 0
+    assert raw.sync(conn, pk, msgs(3), now_ms=3).last_ordinal == 2
+
+
+def test_a_run_of_edits_under_new_ids_counts_each_replacement(conn):
+    pk = new_session(conn)
+    raw.sync(conn, pk, msgs(6), now_ms=1)
+    m_ = msgs(6)
+    view = [m_[0], msg("X"), msg("Y"), msg("Z"), *m_[4:]]
+    result = raw.sync(conn, pk, view, now_ms=2)
+    assert [x.ordinal for x in view] == list(range(6))
+    assert (result.replaced, result.superseded, result.appended) == (3, 3, 0)
+    assert result.divergences == [(raw.EDITED, 1)]
+
+
+def test_live_rows_are_read_again_only_under_syncs_own_transaction(conn):
+    """Under the caller's open transaction (the pass holds the write lock) the first read stands; under its own,
+    sync reads the live rows once more after taking the lock."""
+    pk = new_session(conn)
+    reads: list[str] = []
+    conn.set_trace_callback(lambda sql: reads.append(sql) if sql.startswith("SELECT ordinal, message_id") else None)
+    conn.execute("BEGIN IMMEDIATE")
+    raw.sync(conn, pk, msgs(2), now_ms=1)
+    conn.execute("COMMIT")
+    assert len(reads) == 1
+    reads.clear()
+    raw.sync(conn, pk, msgs(3), now_ms=2)
+    conn.set_trace_callback(None)
+    assert len(reads) == 2
+
+
+def test_a_raced_sync_with_a_dropped_head_is_planned_again_on_the_database(conn):
+    """The plan made again after another writer's append still reads the last compaction boundary from the
+    database (the input dropped its head)."""
+    other = open_db()
+    try:
+        pk = new_session(conn)
+        raw.sync(conn, pk, msgs(5), now_ms=1)
+        assert raw.sync(conn, pk, msgs(3, start=2), now_ms=2).divergences == [(raw.COMPACTED, 2)]
+        raced = []
+
+        def race(statement: str) -> None:
+            if statement.startswith("BEGIN IMMEDIATE") and not raced:
+                raced.append(raw.sync(other, pk, [*msgs(5), msg("theirs")], now_ms=3))
+
+        conn.set_trace_callback(race)
+        ours = [*msgs(3, start=2), msg("ours")]
+        result = raw.sync(conn, pk, ours, now_ms=4)
+        conn.set_trace_callback(None)
+        assert raced and [x.ordinal for x in ours] == [2, 3, 4, 5]
+        assert result.divergences == [(raw.FORKED, 5)]  # the boundary at 2 is recorded already
+        check_consistent(conn, pk, ours)
+    finally:
+        other.close()

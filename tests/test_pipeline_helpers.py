@@ -1,0 +1,162 @@
+"""`transform.pipeline`'s small helpers, in process and by exact value: the system text guidance goes into, the
+last activity, the skim hint, the fold, oversized previews, the protected window. The CLI tests reach them only
+through a subprocess, where a wrong value shows (if at all) far downstream."""
+
+from __future__ import annotations
+
+from magic_context import tokens
+from magic_context.transform import pipeline, protocol, tagger
+from magic_context.transform import tags as tag_store
+from magic_context.transform.state import SessionState
+from magic_context.wire import model as m
+
+BILLING = "x-anthropic-billing-header: cc_version=1;"
+
+
+def inp(document, **options):
+    return protocol.read_input(document, {"--project": "/p", **{f"--{k}": v for k, v in options.items()}})
+
+
+def msg(role: str, ordinal: int, *blocks: m.Block, **fields) -> m.Message:
+    return m.Message(id=f"m{ordinal}", role=role, blocks=list(blocks), ordinal=ordinal, **fields)
+
+
+def text(value: str = "x") -> m.Block:
+    return m.Block(m.TEXT, value)
+
+
+def test_estimate_is_zero_for_no_text_and_the_tokenizer_otherwise() -> None:
+    assert pipeline._estimate("") == 0
+    assert pipeline._estimate("hello world, a few tokens") == tokens.estimate("hello world, a few tokens") > 0
+
+
+def test_system_text_per_harness() -> None:
+    user = {"role": "user", "content": "hi"}
+    chat = inp({"model": "gpt-4o", "messages": [{"role": "system", "content": "A"}, user,
+                                                {"role": "developer", "content": "B"}]})
+    assert pipeline._system_text(chat, chat.messages_json) == ("A", ["A", "B"])
+    bare = inp({"model": "gpt-4o", "messages": [user]})
+    assert pipeline._system_text(bare, bare.messages_json) == ("", [])
+    dev = [{"type": "message", "role": "developer", "content": "D"}, {"type": "message", "role": "user",
+                                                                       "content": "hi"}]
+    responses = inp({"model": "gpt-5", "input": dev, "instructions": "I"})
+    assert pipeline._system_text(responses, responses.messages_json) == ("I", ["I", "D"])
+    responses = inp({"model": "gpt-5", "input": dev})
+    assert pipeline._system_text(responses, responses.messages_json) == ("D", ["D"])
+    claude = inp({"model": "claude-x", "max_tokens": 5, "messages": [user],
+                  "system": [{"type": "text", "text": BILLING}, {"type": "text", "text": "P"},
+                             {"type": "text", "text": "Q"}]})
+    assert pipeline._system_text(claude, claude.messages_json) == ("P", [BILLING, "P", "Q"])
+    only_billing = inp({"model": "claude-x", "max_tokens": 5, "messages": [user], "system": [BILLING]})
+    assert pipeline._system_text(only_billing, only_billing.messages_json) == ("", [BILLING])
+    plain = inp({"model": "claude-x", "max_tokens": 5, "messages": [user], "system": "S"})
+    assert pipeline._system_text(plain, plain.messages_json) == ("S", ["S"])
+    none = inp({"model": "claude-x", "max_tokens": 5, "messages": [user]})
+    assert pipeline._system_text(none, none.messages_json) == ("", [])
+
+
+def test_last_activity_is_the_later_of_the_last_pass_and_the_last_reply() -> None:
+    messages = [msg(m.USER, 0, created_at=50), msg(m.ASSISTANT, 1, created_at=100, completed_at=300),
+                msg(m.ASSISTANT, 2, created_at=200), msg(m.USER, 3, created_at=900)]
+    assert pipeline._last_activity(SessionState(1, {"last_pass_at": 150}), messages) == 200  # the newest reply only
+    assert pipeline._last_activity(SessionState(1, {"last_pass_at": 250.7}), messages) == 250
+    assert pipeline._last_activity(SessionState(1, {}), messages[:2]) == 300  # completed wins over created
+    assert pipeline._last_activity(SessionState(1, {"last_pass_at": "x"}), [msg(m.USER, 0, created_at=5)]) is None
+    assert pipeline._last_activity(SessionState(1, {"last_pass_at": 7}), [msg(m.ASSISTANT, 0)]) == 7
+
+
+def test_skim_hint_counts_the_folded_lead_and_skips_system_messages() -> None:
+    messages = [msg(m.SYSTEM, 9), msg(m.USER, 0), msg(m.ASSISTANT, 1), msg(m.SYSTEM, 10), msg(m.USER, 2),
+                msg(m.ASSISTANT, 3)]
+    assert pipeline._skim_hint(messages, 1) == 3
+    assert pipeline._skim_hint(messages, 2) == 5
+    assert pipeline._skim_hint(messages, 0) == 2
+    assert pipeline._skim_hint(messages, -1) == 0
+    assert pipeline._skim_hint(messages, 3) == 6
+    assert pipeline._skim_hint([], 5) == 0
+
+
+def call(tool_id: str) -> m.Block:
+    return m.Block(m.TOOL_CALL, tool_id=tool_id, tool_name="read", input={})
+
+
+def result(tool_id: str) -> m.Block:
+    return m.Block(m.TOOL_RESULT, "out", tool_id=tool_id)
+
+
+def test_fold_drops_covered_messages_and_results_whose_call_went() -> None:
+    messages = [msg(m.SYSTEM, 0, text("s")), msg(m.USER, 1, text()), msg(m.ASSISTANT, 2, call("a")),
+                msg(m.USER, 3, result("a"), text("kept")), msg(m.ASSISTANT, 4, call("b")), msg(m.USER, 5, result("b")),
+                msg(m.USER, 6, result("a"))]
+    sizes = [10, 11, 12, 13, 14, 15, 16]
+    assert pipeline._fold(messages, sizes, -1) == (messages, sizes)
+    kept, kept_sizes = pipeline._fold(messages, sizes, 2)
+    assert [x.ordinal for x in kept] == [0, 3, 4, 5] and kept_sizes == [10, 13, 14, 15]  # 6 held only an orphan
+    assert [b.kind for b in kept[1].blocks] == [m.TEXT]
+    assert [b.tool_id for b in kept[3].blocks] == ["b"]
+    same = [msg(m.SYSTEM, 5, text()), msg(m.USER, 1, text())]
+    assert pipeline._fold(same, [1, 2], 0) == (same, [1, 2])  # nothing covered: the same lists
+
+
+def site(number: int, kind: str, tokens_: int, *, new: bool = True, role: str = m.USER, results: bool = False,
+         dropped: bool = False) -> tagger.Site:
+    tag = tag_store.Tag(number, f"p{number}", kind, f"m{number}", tokens=tokens_, new=new, role=role,
+                        status=tag_store.DROPPED if dropped else tag_store.ACTIVE)
+    block = text()
+    return tagger.Site(tag, number, block, role, results=[(number, result("c"))] if results else [])
+
+
+def test_preview_oversized_marks_only_new_large_tool_outputs_and_user_texts() -> None:
+    cap = pipeline.LIVE_CAP_MIN  # 10% of 50 000 is below the minimum
+    sites = [site(1, tag_store.KIND_TOOL, cap + 1, results=True), site(2, tag_store.KIND_TOOL, cap, results=True),
+             site(3, tag_store.KIND_TEXT, cap + 1), site(4, tag_store.KIND_TEXT, cap + 1, role=m.ASSISTANT),
+             site(5, tag_store.KIND_TOOL, cap + 1), site(6, tag_store.KIND_TOOL, cap + 1, results=True, new=False),
+             site(7, tag_store.KIND_TOOL, cap + 1, results=True, dropped=True),
+             site(8, tag_store.KIND_MEDIA, cap + 1)]
+    out = pipeline._preview_oversized(sites, 50_000)
+    assert [s.tag.number for s in out] == [1, 3]
+    assert [(s.tag.status, s.tag.drop_mode) for s in out] == [(tag_store.DROPPED, tag_store.MODE_PREVIEW)] * 2
+    a, d = tag_store.ACTIVE, tag_store.DROPPED
+    assert [s.tag.status for s in sites] == [d, a, d, a, a, a, d, a]
+    assert [s.tag.drop_mode for s in sites if s not in out] == [None] * 6
+
+
+def test_preview_cap_is_a_tenth_of_a_large_window() -> None:
+    sites = [site(1, tag_store.KIND_TEXT, 20_000), site(2, tag_store.KIND_TEXT, 20_001)]
+    assert [s.tag.number for s in pipeline._preview_oversized(sites, 200_000)] == [2]
+    sites = [site(1, tag_store.KIND_TEXT, 20_000), site(2, tag_store.KIND_TEXT, 20_001)]
+    assert [s.tag.number for s in pipeline._preview_oversized(sites, 200_009)] == [2]  # int(20 000.9)
+
+
+def test_protection_counts_the_newest_active_tags() -> None:
+    sites = [site(n, tag_store.KIND_TEXT, 1, dropped=n in (4, 6)) for n in (1, 2, 3, 4, 5, 6)]
+    by_number, protected_from, newest = pipeline._protection(sites, 2)
+    assert by_number == {s.tag.number: s for s in sites}
+    assert (protected_from, newest) == (3, 5)  # active: 1 2 3 5
+    assert pipeline._protection(sites, 4)[1:] == (1, 5)
+    assert pipeline._protection(sites, 5)[1:] == (0, 5)  # fewer active tags than protected: all are
+    assert pipeline._protection([], 3) == ({}, 0, 0)
+
+
+def test_sizes_served_adds_prefixes_head_system_and_nudges_to_the_served_messages() -> None:
+    from types import SimpleNamespace
+
+    from magic_context.transform import stages
+    from magic_context.transform.drops import PLACEHOLDER_TOKENS
+
+    messages = [msg(m.USER, 0, text("a")), msg(m.ASSISTANT, 1, text("b")), msg(m.USER, 2, text("c"))]
+    view = SimpleNamespace(messages=messages, msg_tokens=[100, 200, 300])
+    sites = [site(1, tag_store.KIND_TEXT, 10), site(2, tag_store.KIND_TEXT, 10),
+             site(3, tag_store.KIND_TEXT, 50, dropped=True)]
+    for s, index in zip(sites, (0, 1, 2), strict=True):
+        s.message_index = index
+    sites[2].tag.drop_mode = tag_store.MODE_PLACEHOLDER
+    body = 600 - (50 - PLACEHOLDER_TOKENS)
+    fixed = 7 + 11 + 13
+    sizes = stages.Sizes(True, 7, 11, 13)
+    assert sizes.served(view, sites) == body + 2 * stages.TAG_PREFIX_TOKENS + fixed  # the dropped tag has none
+    assert stages.Sizes(False, 7, 11, 13).served(view, sites) == body + fixed
+    assert sizes.served(view, sites, kept=messages[:2]) == 300 + 2 * stages.TAG_PREFIX_TOKENS + fixed
+    assert sizes.served(view, sites, kept=messages, stripped={"m1"}, reasoning={"m1": 40, "m0": 5}) == \
+        body - 40 + 2 * stages.TAG_PREFIX_TOKENS + fixed
+    assert stages.TAG_PREFIX_TOKENS == 3

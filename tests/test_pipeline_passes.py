@@ -1,0 +1,156 @@
+"""A session's passes through `transform.pipeline` in process, each report pinned whole: the first render, a
+warm defer, the provider's usage, and every HARD fold reason (system prompt, model, history rewritten, cache TTL);
+then the guidance in each harness's system slot. The CLI tests check the same through a subprocess, which
+mutation testing cannot see."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from magic_context.transform import hook
+
+NOW = 1_764_000_000_000
+U1 = {"role": "user", "content": "fix the bug"}
+A1 = {"role": "assistant", "content": [{"type": "text", "text": "Reading."},
+                                       {"type": "tool_use", "id": "tu1", "name": "read", "input": {"path": "a.py"}}]}
+R1 = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "x = 1"}]}
+A2 = {"role": "assistant", "content": "Fixed it."}
+U2 = {"role": "user", "content": "thanks"}
+GUIDANCE = "\n\n## Magic Context\n"
+
+
+def envelope(messages: list, now: int, *, system: str = "Be brief.", model: str = "claude-sonnet-4-5", **extra) -> dict:
+    return {"messages": messages, "system": system, "harness": "anthropic", "session_id": "passes",
+            "project_dir": "/tmp", "now": now, "model": {"provider": "anthropic", "id": model}, **extra}
+
+
+def serve(document: dict) -> tuple[dict, dict, int | None]:
+    served = hook.serve_pass(json.dumps(document).encode(), {})
+    report = dict(served.report)
+    assert isinstance(report.pop("ms"), float)
+    return json.loads(served.output), report, served.prompt_ordinal
+
+
+def report(kind: str, reason: str, *, before: int, after: int, tags: int, usage: int, new_tags: int = 0,
+           written: int = 0, source: str = "estimate") -> dict:
+    return {"pass": kind, "bust": kind != "defer", "reason": reason, "tokens_before": before, "tokens_after": after,
+            "tags": tags, "dropped": 0, "pending_drops": 0, "historian": "idle", "warnings": [],
+            "usage_tokens": usage, "usage_source": source, "context_limit": 200_000, "threshold_percent": 40.0,
+            "new_drops": 0, "new_tags": new_tags, "raw_written": written}
+
+
+def test_a_sessions_passes_and_their_reports() -> None:
+    out, rep, last = serve(envelope([U1, A1, R1], NOW))
+    assert rep == report("fold", "first render", before=43, after=82, tags=3, usage=52, new_tags=3, written=3)
+    assert last == 2
+    assert out["system"].startswith("Be brief." + GUIDANCE)
+    assert [m["content"] for m in out["messages"][2:4]] == ["§1§ fix the bug", [
+        {"type": "text", "text": "§2§ Reading."}, A1["content"][1]]]
+    assert out["messages"][0]["content"][0]["text"].startswith("<session-history>")
+    first = out
+
+    out, rep, last = serve(envelope([U1, A1, R1], NOW + 1000))
+    assert rep == report("defer", "defer: within threshold, cache warm", before=43, after=82, tags=3, usage=82)
+    assert (out["messages"], out["system"], last) == (first["messages"], first["system"], 2)  # the same bytes
+
+    usage = {"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 5}
+    out, rep, last = serve(envelope([U1, A1, R1, A2, U2], NOW + 2000, usage=usage))
+    assert rep == report("defer", "defer: within threshold, cache warm", before=55, after=100, tags=5, usage=110,
+                         new_tags=2, written=2, source="provider")  # 100 + 5 + the new user message
+    assert last == 4 and out["messages"][:5] == first["messages"]
+
+    history = [U1, A1, R1, A2, U2]
+    out, rep, _ = serve(envelope(history, NOW + 3000, system="Be long."))
+    assert rep == report("fold", "system prompt changed", before=55, after=100, tags=5, usage=100)
+    assert out["system"].startswith("Be long." + GUIDANCE)
+    _, rep, _ = serve(envelope(history, NOW + 4000, system="Be long.", model="claude-opus-5"))
+    assert rep == report("fold", "model changed", before=55, after=100, tags=5, usage=100)
+    edited = [U1, A1, R1, {"role": "assistant", "content": "Fixed both."}, U2]
+    _, rep, _ = serve(envelope(edited, NOW + 5000, system="Be long.", model="claude-opus-5"))
+    assert rep == report("fold", "history rewritten by the harness (edited)", before=55, after=100, tags=5,
+                         usage=100, new_tags=1, written=1)
+    _, rep, _ = serve(envelope(edited, NOW + 6000, system="Be long.", model="claude-opus-5"))
+    assert rep["pass"] == "defer"
+    _, rep, _ = serve(envelope(edited, NOW + 6000 + 3_600_000, system="Be long.", model="claude-opus-5"))
+    assert rep == report("fold", "cache TTL expired", before=55, after=100, tags=5, usage=100)
+
+
+def first_pass(document: dict, session: str) -> dict:
+    served = hook.serve_pass(json.dumps(document).encode(), {"--session": session, "--project": "/tmp"})
+    return json.loads(served.output)
+
+
+def test_guidance_goes_into_each_harness_system_slot_and_the_head_after_leading_system_messages() -> None:
+    chat = first_pass({"model": "gpt-4o", "messages": [{"role": "system", "content": "Sys A"},
+                                                       {"role": "user", "content": "hi"},
+                                                       {"role": "system", "content": "Sys B"}]}, "chat")
+    assert chat["messages"][0]["content"].startswith("Sys A" + GUIDANCE)
+    assert chat["messages"][1]["content"].startswith("<session-history>")  # the head follows the lead system
+    assert chat["messages"][3:] == [{"role": "user", "content": "§1§ hi"}, {"role": "system", "content": "Sys B"}]
+    bare = first_pass({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}, "bare")
+    assert bare["messages"][0]["content"].startswith("<session-history>") and "system" not in bare
+    assert not any(GUIDANCE in json.dumps(m) for m in bare["messages"])  # no system message: none added
+
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    inst = first_pass({"model": "gpt-5", "instructions": "Inst", "input": [user]}, "inst")
+    assert inst["instructions"].startswith("Inst" + GUIDANCE) and len(inst["input"]) == 3
+    dev = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Dev"}]}
+    codex = first_pass({"model": "gpt-5", "input": [dev, user]}, "codex")
+    assert codex["input"][0]["content"][0]["text"].startswith("Dev" + GUIDANCE) and "instructions" not in codex
+
+    billing = "x-anthropic-billing-header: cc_version=1;"
+    claude = first_pass({"model": "claude-x", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],
+                         "system": [{"type": "text", "text": billing}, {"type": "text", "text": "P"},
+                                    {"type": "text", "text": "Q"}]}, "claude")
+    texts = [b["text"] for b in claude["system"]]
+    assert texts[0] == billing and texts[1].startswith("P" + GUIDANCE) and texts[2] == "Q" and len(texts) == 3
+    plain = first_pass({"model": "claude-x", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
+                       "plain")
+    assert "system" not in plain
+
+
+def _tools(n: int) -> list:
+    messages: list = [{"role": "user", "content": "start"}]
+    for i in range(n):
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "read",
+                                                        "input": {"path": f"f{i}.py"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                                   "content": f"OUT{i} " + "word " * 100}]}]
+    return [*messages, {"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+
+
+def _at(now: int, used: int, limit: int, session: str, messages: list) -> dict:
+    return {"harness": "anthropic", "session_id": session, "project_dir": "/tmp", "now": now,
+            "model": {"provider": "anthropic", "id": "claude-sonnet-4-5", "context_limit": limit},
+            "usage": {"input_tokens": used, "output_tokens": 10}, "messages": messages}
+
+
+def test_a_pass_over_the_threshold_drops_the_oldest_outputs_and_later_passes_keep_them_dropped() -> None:
+    messages = _tools(40)
+    _, rep, _ = serve(_at(NOW, 1000, 20_000, "over", messages))
+    assert (rep["pass"], rep["threshold_percent"], rep["tags"], rep["raw_written"]) == ("fold", 65.0, 43, 83)
+    out, rep, _ = serve(_at(NOW + 2000, 14_000, 20_000, "over", messages))
+    assert rep == {**rep, "pass": "execute", "bust": True, "reason": "usage 70.1% ≥ threshold 65%",
+                   "tokens_before": 5295, "tokens_after": 2484, "dropped": 22, "new_drops": 22, "usage_tokens": 14_015,
+                   "usage_source": "provider", "pending_drops": 0}
+    text = json.dumps(out)
+    assert [i for i in range(40) if f"OUT{i} " in text] == list(range(22, 40))
+    again, rep, _ = serve(_at(NOW + 3000, 14_000, 20_000, "over", messages))
+    assert (rep["dropped"], rep["new_drops"], rep["tokens_after"]) == (22, 0, 2484)
+    assert again["messages"] == out["messages"]
+
+
+def test_a_window_the_fixed_part_fills_is_an_emergency_with_the_advice_that_works() -> None:
+    from magic_context.errors import ContextEmergency
+
+    messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "done"},
+                {"role": "user", "content": "and now?"}]
+    with pytest.raises(ContextEmergency) as caught:
+        hook.serve_pass(json.dumps(_at(NOW, 1990, 2000, "e4", messages)).encode(), {})
+    assert caught.value.message == "context at 100% of the 2000-token window and nothing could be folded"
+    assert caught.value.fix == ("the system prompt, the tool definitions and the newest turn fill it, which mc "
+                                "cannot shrink: start a new session or use a model with a larger window")
+    _, rep, _ = serve(_at(NOW + 1, 1990, 200_000, "e4", messages))  # the larger window the advice names
+    assert rep["pass"] == "fold" and rep["usage_source"] == "provider"
