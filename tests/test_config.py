@@ -195,7 +195,7 @@ def test_hot_config_records_which_keys_a_tier_set(project: Path, isolated_dirs: 
     from magic_context.transform import scheduler
 
     assert "execute_threshold_percentage" not in load_hot(project).explicit
-    assert scheduler.default_threshold("openai") == 65 and scheduler.default_threshold("pi") == 40
+    assert scheduler.default_threshold("openai") == 40 and scheduler.default_threshold("pi") == 40
     write(isolated_dirs["config"] / "config.toml", "execute_threshold_percentage = 55\n")
     hot = load_hot(project)
     assert "execute_threshold_percentage" in hot.explicit and hot["execute_threshold_percentage"] == 55

@@ -109,8 +109,9 @@ def test_keep_mode_counts_messages_including_tools() -> None:
 def test_protected_tail_tokens() -> None:
     assert bd.protected_tail_tokens(200_000, 65) == 19_500  # 15% of 130 000 usable
     assert bd.protected_tail_tokens(120_000, 65) == 11_700
-    assert bd.protected_tail_tokens(40_000, 65) == 4_000  # the floor
-    assert bd.protected_tail_tokens(10_000, 50) == 2_000  # 40% of a tiny usable window caps the floor
+    assert bd.protected_tail_tokens(40_000, 65) == 3_900  # 15% of 26 000 usable
+    assert bd.protected_tail_tokens(8_000, 65) == 1_000  # the floor
+    assert bd.protected_tail_tokens(2_000, 50) == 400  # 40% of a tiny usable window caps the floor
     assert bd.protected_tail_tokens(2_000_000, 80) == 96_000
 
 

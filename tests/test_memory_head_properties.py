@@ -67,8 +67,8 @@ def test_visible_ids_match_what_the_head_shows(tmp_path: Path, first, second) ->
         assert set(store.visible_ids(conn, pk)) == shown
         for op in second:
             _apply(conn, pid, op, NOW + 1)
-        big = [*conv, {"role": "user", "content": "x " * 6000}]
-        served, report = serve(proj, big, NOW + MINUTE, limit=8_000, session=session)
+        big = [*conv, {"role": "user", "content": "x " * 7000}]  # over 65% of 10 000 (OpenAI Chat), under 85%
+        served, report = serve(proj, big, NOW + MINUTE, limit=10_000, session=session)
         soft_m0, soft_m1 = heads(served)
         assert report["pass"] == "execute" and soft_m0 == m0
         gone = {int(i) for i in GONE.findall(soft_m1)}

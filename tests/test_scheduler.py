@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from magic_context.transform import scheduler
+from magic_context.history import boundary
+from magic_context.transform import reclaim, scheduler
 
 
 @pytest.mark.parametrize(("model_id", "limit"), [
@@ -60,9 +61,27 @@ def test_only_an_input_limit_is_proven() -> None:
 
 
 def test_default_threshold_by_harness() -> None:
-    assert scheduler.default_threshold("openai") == 65.0
+    assert scheduler.default_threshold("openai") == 40.0
     for harness in ("anthropic", "opencode", "pi", "responses", ""):
         assert scheduler.default_threshold(harness) == 40.0
+        assert scheduler.default_threshold(harness, 39_999) == 65.0  # a small window: mostly fixed parts
+        assert not scheduler.autonomous(harness)
+    assert scheduler.autonomous("openai")
+
+
+@pytest.mark.parametrize(("limit", "expected"), [
+    (None, 40.0), (200_000, 40.0), (22_000, 40.0), (16_250, 40.0),  # 40% whenever that is ≥ 6 500 tokens
+    (13_200, 49.2), (10_000, 65.0), (8_200, 79.3), (8_125, 80.0), (3_000, 80.0),  # raised to 6 500, ≤ 80%
+])
+def test_autonomous_runs_bust_at_40_percent_but_not_below_6500_tokens(limit, expected) -> None:
+    assert scheduler.default_threshold("openai", limit) == expected
+
+
+def test_reclaim_target_and_protected_floor_as_swept() -> None:
+    """#13's sweep: a reclaim down to 20% of the threshold, a raw tail of at least 1 000 tokens."""
+    assert reclaim.TARGET_SHARE_OF_THRESHOLD == 0.20
+    assert boundary.protected_tail_tokens(10_000, 50) == 1_000  # 15% of 5 000 usable is under the floor
+    assert boundary.protected_tail_tokens(5_000, 40) == 800  # the floor, capped at 40% of 2 000 usable
 
 
 def test_threshold_percent() -> None:

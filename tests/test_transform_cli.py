@@ -435,14 +435,18 @@ def test_dropped_outputs_keep_the_calls_of_reasoning_replies(mc) -> None:
     assert arcs.validate_pairing(responses.decode(served), "openai-responses") == []
 
 
-@pytest.mark.parametrize(("doc", "expected"), [
-    (envelope(PI_ARRAY, harness="pi"), 40.0),
-    (envelope(OPENCODE_ARRAY, harness="opencode"), 40.0),
-    (ANTHROPIC_BODY, 40.0),
-    (OPENAI_BODY, 65.0),  # Chat Completions callers are mostly autonomous scaffolds: every bust is paid
+@pytest.mark.parametrize(("doc", "limit", "expected"), [
+    (envelope(PI_ARRAY, harness="pi"), "200000", 40.0),
+    (envelope(OPENCODE_ARRAY, harness="opencode"), "200000", 40.0),
+    (ANTHROPIC_BODY, "200000", 40.0),
+    (OPENAI_BODY, "128000", 40.0),
+    (envelope(PI_ARRAY, harness="pi"), "10000", 65.0),  # a small window: mostly fixed parts
+    # Chat Completions callers are mostly autonomous scaffolds (scheduler.autonomous): the request may reach
+    # 6 500 tokens before a bust, whatever the window
+    (OPENAI_BODY, "13000", 50.0),
 ])
-def test_execute_threshold_default_depends_on_the_workload(mc, isolated_dirs, doc, expected) -> None:
-    result, _out = run(mc, doc, "--report")
+def test_execute_threshold_default_depends_on_the_workload(mc, isolated_dirs, doc, limit, expected) -> None:
+    result, _out = run(mc, doc, "--report", "--context-limit", limit)
     assert result.returncode == 0, result.stderr.decode()
     assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected
 
@@ -461,13 +465,15 @@ def test_a_small_window_gets_the_65_percent_default_on_every_harness(mc, isolate
 
 
 def test_a_project_file_cannot_lower_the_harness_default_threshold(mc, isolated_dirs, tmp_path) -> None:
-    """The project tier is raise-only for the threshold: 45 raises Pi's default (40) but may not lower the 65
-    an OpenAI Chat caller gets when the user's config sets none (it compared against 40 before)."""
+    """The project tier is raise-only for the threshold: 45 raises Pi's default (40) but may not lower the 50
+    an OpenAI Chat caller gets in a 13 000-token window when the user's config sets none (it compared against
+    40 before)."""
     project = tmp_path / "untrusted-project"
     project.mkdir()
     (project / ".magic-context.toml").write_text("execute_threshold_percentage = 45\n", encoding="utf-8")
-    for doc, expected in ((OPENAI_BODY, 65.0), (envelope(PI_ARRAY, harness="pi", project_dir=str(project)), 45.0)):
-        result, _out = run(mc, doc, "--report", "--project", str(project))
+    for doc, limit, expected in ((OPENAI_BODY, "13000", 50.0),
+                                 (envelope(PI_ARRAY, harness="pi", project_dir=str(project)), "200000", 45.0)):
+        result, _out = run(mc, doc, "--report", "--project", str(project), "--context-limit", limit)
         assert result.returncode == 0, result.stderr.decode()
         assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected
 
@@ -475,8 +481,8 @@ def test_a_project_file_cannot_lower_the_harness_default_threshold(mc, isolated_
 def test_a_user_map_naming_other_models_keeps_the_harness_default_for_the_rest(mc, isolated_dirs,
                                                                                  tmp_path) -> None:
     """A user map without "default" sets only the models it names: an OpenAI Chat caller on another model
-    keeps its 65 (the map's absence of a default gave 40 before), and a project file may raise that, never
-    lower it, while the model the user named keeps the user's value."""
+    keeps its 50 in a 13 000-token window (the map's absence of a default gave 40 before), and a project file
+    may raise that, never lower it, while the model the user named keeps the user's value."""
     isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
     (isolated_dirs["config"] / "config.toml").write_text(
         '[execute_threshold_percentage]\n"gpt-4o-mini" = 30\n', encoding="utf-8")
@@ -486,15 +492,15 @@ def test_a_user_map_naming_other_models_keeps_the_harness_default_for_the_rest(m
     def threshold(doc: dict, project_text: str | None = None) -> float:
         if project_text is not None:
             (project / ".magic-context.toml").write_text(project_text, encoding="utf-8")
-        result, _out = run(mc, doc, "--report", "--project", str(project))
+        result, _out = run(mc, doc, "--report", "--project", str(project), "--context-limit", "13000")
         assert result.returncode == 0, result.stderr.decode()
         return json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"]
 
-    assert threshold(OPENAI_BODY) == 65.0
-    assert threshold(OPENAI_BODY, "execute_threshold_percentage = 45\n") == 65.0
+    assert threshold(OPENAI_BODY) == 50.0
+    assert threshold(OPENAI_BODY, "execute_threshold_percentage = 45\n") == 50.0
     assert threshold(OPENAI_BODY, "execute_threshold_percentage = 70\n") == 70.0
     assert threshold({**OPENAI_BODY, "model": "gpt-4o-mini"}, "") == 30.0
-    assert threshold(envelope(PI_ARRAY, harness="pi", project_dir=str(project)), "") == 40.0
+    assert threshold(envelope(PI_ARRAY, harness="pi", project_dir=str(project)), "") == 65.0  # a small window
 
 
 def _openai_arcs(count: int) -> dict:

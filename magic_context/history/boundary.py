@@ -34,7 +34,7 @@ from magic_context.wire.model import Message
 PROTECTED_SHARE = 0.15
 PROTECTED_CAP_SHARE = 0.40
 PROTECTED_ABS_CAP = 96_000
-PROTECTED_FLOOR = 4_000
+PROTECTED_FLOOR = 1_000  # 4 000 until the sweep of #13 (`transform.reclaim.TARGET_SHARE_OF_THRESHOLD` says why)
 DEFAULT_KEEP = 20
 LIVE_TURN_FACTOR = 4
 
@@ -69,8 +69,8 @@ class Boundary:
 
 
 def protected_tail_tokens(context_limit: int, threshold_percent: float) -> int:
-    """The raw tail kept unsummarized: 15% of the usable window (limit × threshold), at least 4 000,
-    at most 40% of the usable window and 96 000."""
+    """The raw tail kept unsummarized: 15% of the usable window (limit × threshold), at least
+    `PROTECTED_FLOOR` (1 000), at most 40% of the usable window and 96 000."""
     usable = context_limit * threshold_percent / 100
     return int(min(max(round(usable * PROTECTED_SHARE), PROTECTED_FLOOR), round(usable * PROTECTED_CAP_SHARE),
                    PROTECTED_ABS_CAP))
