@@ -547,3 +547,45 @@ def test_a_lone_surrogate_in_the_first_user_text_still_fingerprints() -> None:
 def test_switch_valued_session_and_model_options_are_ignored() -> None:
     inp = protocol.read_input([USER], {"--project": "/p", "--session": True, "--model": True})
     assert (inp.session_id, inp.model_key) == (fingerprint("/p", "hello"), None)
+
+
+def test_debug_prints_the_traceback_of_a_crashed_pass_and_only_then(monkeypatch, capsys) -> None:
+    hook.serve_pass(_doc("debug"), {})
+    _crash_with(monkeypatch, RuntimeError("boom"))
+    assert hook.main([], debug=True, stdin=io.BytesIO(_doc("debug")), stdout=io.BytesIO()) == ExitCode.OK
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "RuntimeError: boom" in err
+    assert err.endswith("mc: warning: internal error (RuntimeError: boom); served the last known good context\n")
+    assert hook.main([], stdin=io.BytesIO(_doc("debug")), stdout=io.BytesIO()) == ExitCode.OK
+    assert "Traceback" not in capsys.readouterr().err
+    hook.serve(_doc("debug"), {})  # debug is off unless asked for
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_config_that_cannot_be_read_fails_closed(monkeypatch) -> None:
+    from magic_context.config import hot
+    from magic_context.errors import StorageUnavailable
+
+    hook.serve_pass(_doc("unreadable"), {})
+    _crash_with(monkeypatch, StorageUnavailable("disk gone"))
+
+    def broken(*args, **kwargs):
+        raise OSError("config unreadable")
+
+    monkeypatch.setattr(hot, "load_hot", broken)  # the pass itself read it before (its own import)
+    with pytest.raises(StorageUnavailable):
+        hook.serve_pass(_doc("unreadable"), {})
+
+
+def test_the_report_line_is_compact_json_with_unicode_kept(capsys) -> None:
+    def at(now: int, used: int) -> bytes:
+        return json.dumps({"messages": [USER], "harness": "anthropic", "session_id": "report-line",
+                           "project_dir": "/tmp", "now": now, "usage": {"input_tokens": used, "output_tokens": 1},
+                           "model": {"provider": "anthropic", "id": "claude-x", "context_limit": 20_000}}).encode()
+
+    assert hook.main([], stdin=io.BytesIO(at(NOW, 100)), stdout=io.BytesIO()) == ExitCode.OK
+    capsys.readouterr()
+    assert hook.main(["--report"], stdin=io.BytesIO(at(NOW + 1000, 14_000)), stdout=io.BytesIO()) == ExitCode.OK
+    line = capsys.readouterr().err
+    assert line.endswith("}\n") and line.count("\n") == 1
+    assert '"reason":"usage 70.0% ≥ threshold 65%"' in line and ", " not in line.replace("; ", "")
