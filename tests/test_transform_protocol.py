@@ -589,3 +589,7 @@ def test_the_report_line_is_compact_json_with_unicode_kept(capsys) -> None:
     line = capsys.readouterr().err
     assert line.endswith("}\n") and line.count("\n") == 1
     assert '"reason":"usage 70.0% ≥ threshold 65%"' in line and ", " not in line.replace("; ", "")
+
+
+def test_the_smallest_context_limit_is_one() -> None:
+    assert hook.parse_args(["--context-limit", "1"])["--context-limit"] == "1"
