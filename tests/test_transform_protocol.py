@@ -593,3 +593,41 @@ def test_the_report_line_is_compact_json_with_unicode_kept(capsys) -> None:
 
 def test_the_smallest_context_limit_is_one() -> None:
     assert hook.parse_args(["--context-limit", "1"])["--context-limit"] == "1"
+
+
+def test_the_last_known_good_report_is_the_replayed_pass_with_its_own_warnings_first(monkeypatch, capsys) -> None:
+    messages = [USER, {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
+                {"role": "user", "content": "go on"}]
+    data = json.dumps({"messages": messages, "harness": "anthropic", "session_id": "lkg-report", "project_dir": "/tmp",
+                       "now": NOW}).encode()
+    repaired = ("repaired the input's tool pairing: answered the unanswered tool call t1 with "
+                "[Tool execution was interrupted]")
+    assert hook.serve_pass(data, {}).report["warnings"] == [repaired]
+    _crash_with(monkeypatch, RuntimeError("boom"))
+    report = dict(hook.serve_pass(data, {}).report)
+    report.pop("ms")
+    assert report == {"pass": "defer", "bust": False, "reason": "defer: within threshold, cache warm",
+                      "tokens_before": 28, "tokens_after": 67, "tags": 3, "dropped": 0, "pending_drops": 0,
+                      "historian": "idle", "warnings": [repaired, "internal error (RuntimeError: boom)"],
+                      "usage_tokens": 67, "usage_source": "estimate", "context_limit": 200_000,
+                      "threshold_percent": 40.0, "new_drops": 0, "new_tags": 0, "raw_written": 0, "lkg": True}
+
+
+def test_a_parsed_document_is_used_as_given() -> None:
+    document = {"messages": [USER], "harness": "pi", "session_id": "given", "project_dir": "/tmp", "now": NOW}
+    served = hook.serve_pass(b"not json: the caller parsed it already", {}, document=document)
+    assert served.inp.session_id == "given" and json.loads(served.output)["messages"][-1]["content"] == "§1§ hello"
+
+
+def test_a_fallback_with_no_database_creates_none(monkeypatch, capsys) -> None:
+    from magic_context import paths
+    from magic_context.transform import pipeline
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(pipeline, "run", crash)
+    data = _doc("nodb")
+    served = hook.serve_pass(data, {})
+    assert served.output is data and served.report["reason"] == "input served unchanged"
+    assert not os.path.exists(paths.db_file())
