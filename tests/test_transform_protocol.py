@@ -631,3 +631,19 @@ def test_a_fallback_with_no_database_creates_none(monkeypatch, capsys) -> None:
     served = hook.serve_pass(data, {})
     assert served.output is data and served.report["reason"] == "input served unchanged"
     assert not os.path.exists(paths.db_file())
+
+
+def test_a_pass_served_unchanged_is_counted_for_its_session(monkeypatch, capsys) -> None:
+    from magic_context.transform import pipeline
+
+    hook.serve_pass(_doc("unchanged"), {})
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(pipeline, "run", crash)  # the replay fails too
+    data = _doc("unchanged", NOW + 7)
+    assert hook.serve_pass(data, {}).output is data
+    assert _fallbacks("unchanged") == {"count": 1, "first_at": NOW + 7, "last_at": NOW + 7,
+                                       "last_reason": "internal error (RuntimeError: boom)",
+                                       "served": "input unchanged"}
