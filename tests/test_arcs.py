@@ -332,3 +332,51 @@ def test_arc_names_come_from_the_call_else_from_a_result() -> None:
                 msg("t4", TOOL, result("n"), result("n", name="bash"))]
     assert [(a.tool_id, a.tool_name, a.owner) for a in find_arcs(messages)] == [
         ("k", "grep", "a0"), ("orphan", "read", "t2"), ("n", "bash", "a3")]
+
+
+def test_two_open_calls_of_one_id_are_answered_nearest_first() -> None:
+    """A call answered after a newer call of its id is still that call's answer, not a duplicate of the newer."""
+    messages = [msg("a0", ASSISTANT, call("x", "first"), call("x", "second")),
+                msg("t1", TOOL, result("x", "one")), msg("t2", TOOL, result("x", "two"))]
+    assert [(a.call, a.results, a.tool_name) for a in find_arcs(messages)] == [
+        ((0, 0), ((2, 0),), "first"), ((0, 1), ((1, 0),), "second")]
+
+
+def test_results_and_calls_in_one_message_pair_by_id() -> None:
+    # a result whose id has no call anywhere stays an orphan even when another call follows it
+    lone = [msg("m0", ASSISTANT, result("k", name="read"), call("j", "bash"))]
+    assert [(a.tool_id, a.call, a.results) for a in find_arcs(lone)] == [("k", None, ((0, 0),)), ("j", (0, 1), ())]
+    # result, its call, then a repeated result: the repeat joins the same arc
+    repeat = [msg("m0", ASSISTANT, result("k"), call("k", "read"), result("k"))]
+    assert [(a.call, a.results) for a in find_arcs(repeat)] == [((0, 1), ((0, 0), (0, 2)))]
+
+
+def test_remove_arcs_takes_arcs_and_ids_together_once_each() -> None:
+    messages = anthropic_parallel()
+    a, b, _ = find_arcs(messages)
+    removal = remove_arcs(messages, [a, a, "b", b])
+    assert removal.arcs == [a, b] and removal.blocks == 4
+    assert [x.tool_id for x in messages[1].blocks if x.kind == TOOL_CALL] == ["c"]
+    assert [x.tool_id for x in messages[2].blocks] == ["c"]
+
+
+@pytest.mark.parametrize("stale", [Arc("x", (4, 0), ()), Arc("x", (1, 9), ()), Arc("b", (1, 1), ()),
+                                   Arc("a", (0, 0), ())])
+def test_an_arc_that_does_not_point_at_its_tool_block_is_refused(stale: Arc) -> None:
+    messages = anthropic_parallel()
+    with pytest.raises(ValueError, match=rf"^stale arc '{stale.tool_id}': no matching tool block at "
+                                         rf"\({stale.call[0]}, {stale.call[1]}\)$"):
+        remove_arcs(messages, [stale])
+    assert [len(x.blocks) for x in messages] == [1, 4, 3, 1]  # nothing removed
+
+
+def test_anthropic_checks_the_first_pair_and_only_assistant_calls() -> None:
+    assert validate_pairing([msg("a0", ASSISTANT, call("x")), msg("u1", USER, result("x"))], ANTHROPIC) == []
+    # a tool_use in a user turn is passed through as sent: only assistant calls need answers (repair could not
+    # answer one there anyway)
+    assert validate_pairing([msg("u0", USER, text("hi"), call("x"))], ANTHROPIC) == []
+
+
+def test_an_arc_without_any_name_is_unnamed() -> None:
+    messages = [msg("a0", ASSISTANT, call("n", None), call("o", None)), msg("t1", TOOL, result("n"))]
+    assert [(a.tool_id, a.tool_name) for a in find_arcs(messages)] == [("n", None), ("o", None)]

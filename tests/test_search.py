@@ -117,6 +117,28 @@ def test_merge_applies_source_boosts_and_lane_order() -> None:
     assert engine.BOOST == {"memory": 1.3, "message": 1.15, "compartment": 1.15, "git_commit": 1.2, "note": 1.0}
 
 
+def test_a_compartment_holding_the_best_message_outranks_one_ranked_above_it_by_its_summary(conn) -> None:
+    pk = session_with_history(conn, fold_through=None)
+    fold(conn, pk, 0, 4, "Zebra parser")
+    fold(conn, pk, 5, 10, "Walrus module")
+    indexer.index_session(conn, pk, now_ms=NOW)
+    text = "walrus renamed"
+    q = lanes.Query(text, st.probes(text), st.sanitize(text), st.any_words(text))
+
+    def order(weight: float) -> list[int]:
+        summary = [lanes.Hit("compartment", 1, 0.9, "fts", "s", pk, 0, 4), lanes.Hit("compartment", 2, 0.8, "fts", "s",
+                                                                                  pk, 5, 10)]
+        old, lanes.AGREEMENT_WEIGHT = lanes.AGREEMENT_WEIGHT, weight
+        try:
+            hits = lanes.messages(conn, pk, q, 10, 10, compartment_hits=summary)
+        finally:
+            lanes.AGREEMENT_WEIGHT = old
+        return [h.id for h in hits if h.source == "compartment"]
+
+    assert order(0.0) == [1, 2]  # the summaries' own order
+    assert order(lanes.AGREEMENT_WEIGHT) == [2, 1]  # compartment 2 covers message 10, the best match for "walrus"
+
+
 def test_search_limit_scores_and_retrieval_counts(conn) -> None:
     pk = session_with_history(conn)
     mid = add_memory(conn, "zebra stripes decision")

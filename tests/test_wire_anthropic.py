@@ -510,3 +510,144 @@ def test_system_entries_plain_strings_and_untyped_blocks_are_text() -> None:
     assert anthropic.apply_system(["a", "b", "c"], ["x", "y"]) == ["x", "y", "c"]  # entries beyond texts kept
     with pytest.raises(BadInput, match=r"^anthropic system\[1\]: expected a text block, got number$"):
         anthropic.apply_system([{"text": "ok"}, 3], ["x"])  # the shape is checked before any edit
+
+
+# ---------------------------------------------------------------- media rendered from other formats
+
+
+def _image(media_type: str, data: str) -> dict:
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+
+
+@pytest.mark.parametrize(("media_type", "meta", "rendered"), [
+    # a data: URL names the media type when the block has none, and its own type wins when it has one
+    (None, {"url": "data:image/webp;base64,UklG"}, _image("image/webp", "UklG")),
+    ("image/png", {"url": "data:image/jpeg;base64,QQ=="}, _image("image/png", "QQ==")),
+    (None, {"url": "data:application/pdf;base64,JVBE"},
+     {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBE"}}),
+    # base64 data wins over a URL; plain http URLs are sent as URL sources, for PDFs too
+    ("image/gif", {"data": "R0lG", "url": "https://x/a.gif"}, _image("image/gif", "R0lG")),
+    ("image/png", {"url": "http://x/a.png"}, {"type": "image", "source": {"type": "url", "url": "http://x/a.png"}}),
+    ("application/pdf", {"url": "https://x/a.pdf"},
+     {"type": "document", "source": {"type": "url", "url": "https://x/a.pdf"}}),
+    # what Anthropic cannot take becomes a placeholder naming the type
+    ("text/plain", {"data": "aGk="}, {"type": "text", "text": "[text/plain attachment omitted]"}),
+    ("text/plain", {"url": "https://x/a.txt"}, {"type": "text", "text": "[text/plain attachment omitted]"}),
+    ("image/png", {"url": "ftp://x/a.png"}, {"type": "text", "text": "[image/png attachment omitted]"}),
+    ("image/png", {"url": "data:image/png,QQ=="}, {"type": "text", "text": "[image/png attachment omitted]"}),
+    ("image/png", {"url": "xdata:image/png;base64,QQ=="}, {"type": "text", "text": "[image/png attachment omitted]"}),
+    ("image/png", {"data": 5}, {"type": "text", "text": "[image/png attachment omitted]"}),
+    (None, None, {"type": "text", "text": "[media attachment omitted]"}),
+    (None, {"data": "QQ=="}, {"type": "text", "text": "[media attachment omitted]"}),
+    # the payload after the first ";base64," is sent as it is (mc does not repair a malformed data: URL)
+    ("image/png", {"url": "data:image/png;base64,QQ;base64,Qg"}, _image("image/png", "QQ;base64,Qg")),
+])
+def test_render_media_payloads(media_type: str | None, meta: dict | None, rendered: dict) -> None:
+    block = m.Block(m.MEDIA, media_type=media_type, meta=meta)
+    out = anthropic.encode([m.Message("u", m.USER, [block])])
+    assert out == [{"role": "user", "content": [rendered]}]
+
+
+def test_error_flag_written_back_only_when_it_changed() -> None:
+    doc = sample()
+    doc[2]["content"][0]["is_error"] = False
+    msgs = anthropic.decode(doc)
+    r1, r2, _ = msgs[2].blocks
+    r1.is_error, r2.is_error = True, False
+    out = anthropic.encode(msgs)
+    assert out[2]["content"][0] == {"type": "tool_result", "tool_use_id": "toolu_1", "content": "print(1)\n",
+                                    "is_error": True}
+    assert out[2]["content"][1]["is_error"] is False and out[2]["content"][1]["content"][0]["text"] == "ls: denied"
+    # unchanged flags stay as sent: an explicit false is kept, an absent one is not added
+    later = [{"role": "assistant", "content": "ok"},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "x",
+                                           "is_error": False}]}]
+    again = anthropic.encode(anthropic.decode([*sample(), *later]))
+    assert "is_error" not in again[2]["content"][0] and again[6]["content"][0]["is_error"] is False
+
+
+def test_render_reasoning_needs_a_non_empty_string_signature() -> None:
+    blocks = [m.Block(m.REASONING, text="empty", meta={"signature": ""}),
+              m.Block(m.REASONING, text="junk first", meta={"signature": 7, "thinkingSignature": {"x": 1},
+                                                             "anthropic": {"signature": "sigOC"}}),
+              m.Block(m.REASONING, text="none", meta={"signature": None, "anthropic": "not an object"}),
+              m.Block(m.TEXT, text="answer")]
+    out = anthropic.encode([m.Message("a", m.ASSISTANT, blocks)])
+    assert out[0]["content"] == [{"type": "thinking", "thinking": "junk first", "signature": "sigOC"},
+                                 {"type": "text", "text": "answer"}]
+
+
+def test_fresh_user_turn_puts_tool_results_first() -> None:
+    """A user message from another format may hold text before its tool results: Anthropic wants results first."""
+    msgs = [m.Message("a", m.ASSISTANT, [m.Block(m.TOOL_CALL, tool_id="c1", tool_name="read", input={}),
+                                          m.Block(m.TOOL_CALL, tool_id="c2", tool_name="read", input={})]),
+            m.Message("u", m.USER, [m.Block(m.TEXT, text="before"), m.Block(m.TOOL_RESULT, text="one", tool_id="c1"),
+                                    m.Block(m.TEXT, text="between"),
+                                    m.Block(m.TOOL_RESULT, text="two", tool_id="c2")])]
+    out = anthropic.encode(msgs)
+    check_valid(out)
+    assert out[1] == {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "c1", "content": "one"},
+        {"type": "tool_result", "tool_use_id": "c2", "content": "two"},
+        {"type": "text", "text": "before"}, {"type": "text", "text": "between"}]}
+
+
+def _ids_of(doc: list, skim: int = 0) -> list[tuple[str, str | None]]:
+    return [(x.id, x.digest) for x in anthropic.decode(copy.deepcopy(doc), skim=skim)]
+
+
+def test_ids_see_a_lone_plain_text_block_as_its_string_and_ignore_marks_on_any_block() -> None:
+    text_block = {"type": "text", "text": "hi"}
+    assert _ids_of([{"role": "user", "content": [text_block]}]) == _ids_of([{"role": "user", "content": "hi"}])
+    two = [{"role": "user", "content": [text_block, {"type": "text", "text": "there"}]}]
+    marked = [{"role": "user", "content": [text_block, {"type": "text", "text": "there",
+                                                         "cache_control": {"type": "ephemeral"}}]}]
+    assert _ids_of(marked) == _ids_of(two)
+    assert _ids_of(two) != _ids_of([{"role": "user", "content": "hi\nthere"}])
+    lone_call = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": {}}]}]
+    assert _ids_of(lone_call) != _ids_of([{"role": "assistant", "content": ""}])
+
+
+@pytest.mark.parametrize("content", [5, [5, {"type": "text", "text": "x"}], {"k": 1}, "", [], None,
+                                     [5, {"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}]])
+def test_skimmed_messages_get_an_id_whatever_their_content(content: object) -> None:
+    """A skimmed message was decoded whole on an earlier pass: its content is hashed, never read or checked."""
+    doc = [{"role": "user", "content": content}, {"role": "assistant", "content": "ok"}]
+    (msg_id, digest), _ = _ids_of(doc, skim=1)
+    assert msg_id.endswith(digest)
+    assert (msg_id, digest) != _ids_of([{"role": "user", "content": "other"}], skim=1)[0]
+
+
+def test_sample_round_trips_and_an_assigned_input_is_written_even_when_none() -> None:
+    assert roundtrip(sample()) == sample()  # server tool blocks keep their own input
+    msgs = anthropic.decode(sample())
+    msgs[1].blocks[2].input = None
+    assert anthropic.encode(msgs)[1]["content"][2] == {"type": "tool_use", "id": "toolu_1", "name": "read",
+                                                       "input": None}
+
+
+@pytest.mark.parametrize(("doc", "message"), [
+    ({"role": "user"}, "anthropic messages: expected an array, got object"),
+    ([{"role": "user", "content": "a"}, "hello"], "anthropic messages[1]: expected a message object, got string"),
+    ([{"role": "tool", "content": "a"}],
+     "anthropic messages[0].role: unknown role 'tool' (expected user, assistant or system)"),
+    ([{"role": "x" * 50, "content": "a"}],
+     f"anthropic messages[0].role: unknown role '{'x' * 40}' (expected user, assistant or system)"),
+    ([{"content": "a"}], "anthropic messages[0].role: unknown role null (expected user, assistant or system)"),
+    ([{"role": "user", "content": 5}],
+     "anthropic messages[0].content: expected a string or an array of blocks, got number"),
+    ([{"role": "user", "content": ["x"]}],
+     "anthropic messages[0].content[0]: expected a content block object, got string"),
+    ([{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": True}]}],
+     "anthropic messages[0].content[1].text: expected a string, got boolean"),
+    ([{"role": "assistant", "content": [{"type": "tool_use", "name": "x", "input": {}}]}],
+     "anthropic messages[0].content[0].id: expected a string, got null"),
+    ([{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": 3, "input": {}}]}],
+     "anthropic messages[0].content[0].name: expected a string, got number"),
+    ([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": ["t"]}]}],
+     "anthropic messages[0].content[0].tool_use_id: expected a string, got array"),
+])
+def test_bad_shapes_say_exactly_what_was_found(doc: object, message: str) -> None:
+    with pytest.raises(BadInput) as err:
+        anthropic.decode(doc)  # type: ignore[arg-type]
+    assert str(err.value) == message

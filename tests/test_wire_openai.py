@@ -398,3 +398,102 @@ def test_tool_names_skip_junk() -> None:
              {"type": "function", "function": {"name": "mcp__magic-context__ctx_reduce"}}]
     assert openai.tool_names(tools) == ["bash", "flat", "mcp__magic-context__ctx_reduce"]
     assert openai.tool_names("x") == []
+
+
+@pytest.mark.parametrize(("doc", "message"), [
+    ("nope", "openai messages: expected an array, got string"),
+    ([{"role": "user", "content": "a"}, 3], "openai messages[1]: expected a message object, got number"),
+    ([{"role": "exit", "content": "diff"}], "openai messages[0].role: unknown role 'exit' (expected system, developer, "
+                                             "user, assistant or tool)"),
+    ([{"role": "y" * 45}], f"openai messages[0].role: unknown role '{'y' * 40}' (expected system, developer, user, "
+                           "assistant or tool)"),
+    ([{"content": "a"}], "openai messages[0].role: unknown role null (expected system, developer, user, assistant or "
+                         "tool)"),
+    ([{"role": "user", "content": 5}], "openai messages[0].content: expected a string, an array of parts or null, got "
+                                       "number"),
+    ([{"role": "user", "content": [{"type": "text", "text": "a"}, None]}],
+     "openai messages[0].content[1]: expected an object, got null"),
+    ([{"role": "user", "content": [{"type": "text", "text": 1}]}],
+     "openai messages[0].content[0].text: expected a string, got number"),
+    ([{"role": "assistant", "content": None, "tool_calls": {"id": "x"}}],
+     "openai messages[0].tool_calls: expected an array, got object"),
+    ([{"role": "assistant", "content": None, "tool_calls": [{"id": "x", "function": {"name": "a"}}, "x"]}],
+     "openai messages[0].tool_calls[1]: expected a tool call object, got string"),
+    ([{"role": "assistant", "tool_calls": [{"type": "function", "id": 4, "function": {"name": "a"}}]}],
+     "openai messages[0].tool_calls[0].id: expected a string, got number"),
+    ([{"role": "assistant", "tool_calls": [{"id": "c", "function": "bash"}]}],
+     "openai messages[0].tool_calls[0].function: expected an object, got string"),
+    ([{"role": "assistant", "tool_calls": [{"id": "c", "custom": ["x"]}]}],
+     "openai messages[0].tool_calls[0].custom: expected an object, got array"),
+    ([{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": True}}]}],
+     "openai messages[0].tool_calls[0].function.name: expected a string, got boolean"),
+    ([{"role": "assistant", "tool_calls": [{"id": "c", "custom": {}}]}],
+     "openai messages[0].tool_calls[0].custom.name: expected a string, got null"),
+    ([{"role": "tool", "content": "x", "tool_call_id": None}],
+     "openai messages[0].tool_call_id: expected a string, got null"),
+    ([{"role": "tool", "tool_call_id": "c", "content": {"a": 1}}],
+     "openai messages[0].content: expected a string or an array of blocks, got object"),
+])
+def test_bad_shapes_say_exactly_what_was_found(doc: object, message: str) -> None:
+    with pytest.raises(BadInput) as err:
+        openai.decode(doc)  # type: ignore[arg-type]
+    assert str(err.value) == message
+
+
+def test_changed_arguments_are_compact_unescaped_json() -> None:
+    msgs = openai.decode(sample())
+    msgs[2].blocks[3].input = {"command": "ls", "note": "café"}
+    assert openai.encode(msgs)[2]["tool_calls"][0]["function"]["arguments"] == '{"command":"ls","note":"café"}'
+
+
+@pytest.mark.parametrize(("meta", "url"), [
+    ({"url": "https://x/y.png"}, "https://x/y.png"),
+    ({"url": "http://x/y.png", "data": "AA"}, "http://x/y.png"),  # a URL wins over base64 data
+    ({"url": "data:image/gif;base64,R0"}, "data:image/gif;base64,R0"),
+    ({"url": "ftp://x/y.png", "data": "AA"}, "data:image/png;base64,AA"),  # not a URL a provider fetches
+])
+def test_render_image_part_from_a_url(meta: dict, url: str) -> None:
+    block = m.Block(m.MEDIA, media_type="image/png", meta=meta)
+    assert openai.encode([m.Message("u", m.USER, [block])]) == [
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]
+
+
+def test_render_image_part_typed_only_by_its_data_url() -> None:
+    block = m.Block(m.MEDIA, media_type=None, meta={"url": "data:image/webp;base64,UklG"})
+    assert openai.encode([m.Message("u", m.USER, [block])])[0]["content"] == [
+        {"type": "image_url", "image_url": {"url": "data:image/webp;base64,UklG"}}]
+    other = m.Block(m.MEDIA, media_type=None, meta={"url": "data:text/plain;base64,aGk="})
+    assert openai.encode([m.Message("u", m.USER, [other])])[0]["content"] == "[media attachment omitted]"
+
+
+def test_render_fresh_message_shapes() -> None:
+    def fresh(role: str, *blocks: m.Block) -> list:
+        return openai.encode([m.Message("x", role, list(blocks))])
+
+    call = m.Block(m.TOOL_CALL, tool_id="c1", tool_name="bash", input=None)
+    text_call = m.Block(m.TOOL_CALL, tool_id="c2", tool_name="bash", input="ls -la")
+    assert fresh(m.ASSISTANT, call, text_call) == [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}},
+        {"id": "c2", "type": "function", "function": {"name": "bash", "arguments": "ls -la"}}]}]
+    assert fresh(m.ASSISTANT, m.Block(m.TEXT, text="a"), m.Block(m.TEXT, text="b")) == [
+        {"role": "assistant", "content": "a\nb"}]
+    assert fresh(m.USER, m.Block(m.TEXT, text="a"), m.Block(m.TEXT, text="b")) == [
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]
+    assert fresh(m.USER, m.Block(m.TEXT, text="a")) == [{"role": "user", "content": "a"}]
+    assert fresh(m.SYSTEM) == [{"role": "system", "content": ""}]
+    # only an assistant carries tool_calls; a user turn of tool results alone is just the tool messages
+    assert fresh(m.USER, m.Block(m.TEXT, text="hi"), call) == [{"role": "user", "content": "hi"}]
+    result = m.Block(m.TOOL_RESULT, text="out", tool_id="c1")
+    assert fresh(m.USER, result) == [{"role": "tool", "tool_call_id": "c1", "content": "out"}]
+    # reasoning fields of this format come back from their value, else from the block's text
+    reasoning = [m.Block(m.REASONING, text="shown", meta={"field": "reasoning_content"}),
+                 m.Block(m.REASONING, text="shown", meta={"field": "reasoning_details", "value": [{"text": "d"}]}),
+                 m.Block(m.REASONING, text="signed", meta={"signature": "s"})]
+    assert fresh(m.ASSISTANT, *reasoning) == [{"role": "assistant", "content": "", "reasoning_content": "shown",
+                                               "reasoning_details": [{"text": "d"}]}]
+
+
+def test_system_helpers_name_a_non_array() -> None:
+    with pytest.raises(BadInput) as err:
+        openai.system_texts("x")
+    assert str(err.value) == "openai messages: expected an array, got string"

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from magic_context import tokens as tok
-from magic_context.history import boundary
+from magic_context.history import boundary, files
 from magic_context.lazyre import lazy
 from magic_context.records import Factory, record
 from magic_context.wire import model as m
@@ -66,6 +66,7 @@ class ToolUse:
     action: str
     path: str | None = None
     command: str | None = None
+    named: list[str] = Factory(factory=list)  # files the whole command names as operands (`files.command_paths`)
     error: bool = False
     answered: bool = False
     outcome: str = ""
@@ -200,6 +201,9 @@ def tool_use(block: m.Block, root: str | None = None) -> ToolUse:
     path = _relative(path.strip(), root) if path else None
     command = args.get("command") if isinstance(args.get("command"), str) else args.get("cmd")
     command = command if isinstance(command, str) and command.strip() else None
+    named = files.command_paths(command) if command is not None else []
+    if named and root:
+        named = list(dict.fromkeys(_relative(p, root) for p in named))
     if command is not None:
         command = _CD_PREFIX.sub("", command.strip().splitlines()[0] if command.strip() else command)
         if root:
@@ -214,7 +218,8 @@ def tool_use(block: m.Block, root: str | None = None) -> ToolUse:
         key = ""
     if action == "search" and path and isinstance(args.get("pattern"), str):
         key = f"{args['pattern']} in {path}"
-    return ToolUse(name=name, key_arg=one_line(key, KEY_ARG_CHARS), action=action, path=path, command=command)
+    return ToolUse(name=name, key_arg=one_line(key, KEY_ARG_CHARS), action=action, path=path, command=command,
+                   named=named)
 
 
 def _outcome(use: ToolUse, result: m.Block) -> None:

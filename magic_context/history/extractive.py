@@ -37,7 +37,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 
-from magic_context.history import boundary, wording
+from magic_context.history import boundary, files, wording
 from magic_context.history.chunk import Chunk, ChunkLine, Digest, clip, one_line
 from magic_context.history.episodes import episodes, group
 from magic_context.history.validate import validate_historian_output
@@ -54,6 +54,11 @@ MAX_COMMANDS = 6
 MAX_ERRORS = 3
 COARSE_LINE_CHARS = 400
 TITLE_TEXTS = 6
+P1_FILE_CHARS = 200
+P2_FILE_CHARS = 160
+P3_FILE_CHARS = 90
+P4_FILE_CHARS = 140
+"""Character budgets of each tier's file list (two-part paths, `files.listing`): ~50, 40, 25 and 35 tokens."""
 
 _INSPECT_COMMAND = re.compile(r"^(?:grep|rg|find|ls|cat|head|tail|wc|sed -n|awk|tree|file|stat|which|git "
                               r"(?:status|diff|log|show))\b")
@@ -123,6 +128,8 @@ class _Work:
     commits: list[str]
     searches: int
     notes: list[str]
+    named: list[str]  # other files named: typed by the person, operands of commands, then named by the agent
+
 
     @classmethod
     def of(cls, digests: Sequence[Digest]) -> _Work:
@@ -133,11 +140,19 @@ class _Work:
         commits: list[str] = []
         searches = 0
         notes: list[str] = []
+        typed: list[str] = []
+        operands: list[str] = []
+        said: list[str] = []
         for d in digests:
+            if d.prompt:
+                typed += files.text_paths(d.text)
+            elif d.role == m.ASSISTANT:
+                said += files.text_paths(d.text)
             commits += [c for c in d.commits if c not in commits]
             if d.note:
                 notes.append(d.note)
             for use in d.tools:
+                operands += use.named
                 written = _shell_write(use.command) if use.command else None
                 if written:
                     edits[written] += 1
@@ -158,7 +173,14 @@ class _Work:
                 elif use.error:
                     errors.append(f"{use.name}({one_line(use.key_arg, 50)}) ✗ {use.outcome}")
         reads = [p for p in reads if p not in edits]
-        return cls(reads, edits, commands, errors, commits, searches, notes)
+        acted = {files.short(p) for p in (*edits, *reads)}
+        named = [p for p in dict.fromkeys((*typed, *operands, *said))  # `./x.js` alone says too little
+                 if "/" in files.short(p) and files.short(p) not in acted]
+        return cls(reads, edits, commands, errors, commits, searches, notes, named)
+
+    def by_weight(self) -> list[str]:
+        """Every file this work names: edited (most edited first), read, then the others named."""
+        return [*(p for p, _ in self.edits.most_common()), *self.reads, *self.named]
 
     def score(self) -> int:
         """How much happened: edits and commits weigh most, then commands and reads."""
@@ -173,6 +195,9 @@ class _Work:
         if self.commands:
             more = len(self.commands) - MAX_COMMANDS
             parts.append("ran " + ", ".join(self.commands[:MAX_COMMANDS]) + (f" (+{more} more)" if more > 0 else ""))
+        named = files.listing(self.named, P1_FILE_CHARS, "; ".join(parts))
+        if named:
+            parts.append("files " + named)
         if self.searches and not parts:
             parts.append(f"{self.searches} lookup{'s' if self.searches > 1 else ''} (grep/find/ls)")
         if self.errors:
@@ -243,7 +268,7 @@ def _title(episodes_: Sequence[list[Digest]], digests: Sequence[Digest], work: _
         return None, said
     top = [p for p, _ in work.edits.most_common(2)]
     if top:
-        return None, "Continued: edits to " + ", ".join(p.rsplit("/", 1)[-1] for p in top)
+        return None, "Continued: edits to " + ", ".join(files.short(p) for p in top)
     return None, said or _work_title(work) or f"Messages {digests[0].ordinal}-{digests[-1].ordinal}"
 
 
@@ -260,20 +285,22 @@ def _work_title(work: _Work) -> str:
     if work.commands:
         return "Ran " + work.commands[0] + (f" (+{len(work.commands) - 1} more)" if len(work.commands) > 1 else "")
     if work.reads:
-        return "Read " + ", ".join(p.rsplit("/", 1)[-1] for p in work.reads[:3])
+        return "Read " + ", ".join(files.short(p) for p in work.reads[:3])
     return "Tool activity" if work.searches or work.errors else ""
 
 
-def _outcome(work: _Work, top: Sequence[str]) -> str:
-    def names(paths: Sequence[str]) -> str:
-        return ", ".join(p.rsplit("/", 1)[-1] for p in paths)
-
+def _outcome(work: _Work) -> str:
+    """p3's account of the work, naming its files in their two-part form within `P3_FILE_CHARS`."""
+    others = files.listing([*work.reads, *work.named], P3_FILE_CHARS)
     if work.edits:
-        return f"edited {len(work.edits)} file{'s' if len(work.edits) != 1 else ''} ({names(top)})"
+        edited = files.listing([p for p, _ in work.edits.most_common()], P3_FILE_CHARS)
+        also = files.listing([*work.reads, *work.named], P3_FILE_CHARS // 2)
+        return f"edited {len(work.edits)} file{'s' if len(work.edits) != 1 else ''} ({edited})" + \
+            (f"; looked at {also}" if also else "")
     if work.commands:
         return f"ran {len(work.commands)} command{'s' if len(work.commands) != 1 else ''}" + \
-            (f", read {names(work.reads[:3])}" if work.reads else "")
-    return f"investigated {names(work.reads[:3])}" if work.reads else "discussion"
+            (f" on {others}" if others else "")
+    return f"investigated {others}" if others else "discussion"
 
 
 def _follow_ups(episodes_: Sequence[list[Digest]], first: str, count: int) -> str:
@@ -293,7 +320,6 @@ def summarize(episodes_: Sequence[list[Digest]], rules: int = 0) -> Draft:
     prompts = [d.text for d in digests if d.prompt]
     work = _Work.of(digests)
     request, title = _title(episodes_, digests, work)
-    top = [p for p, _ in work.edits.most_common(3)]
     lines = [line for line in (_episode_line(ep) for ep in episodes_) if line]
     p1 = "\n".join(lines) or title
     conclusion = next((c for c in (_conclusion(ep) for ep in reversed(episodes_)) if c), "")
@@ -305,18 +331,22 @@ def summarize(episodes_: Sequence[list[Digest]], rules: int = 0) -> Draft:
         p2_parts.append("Edited " + ", ".join(list(work.edits)[:8]) + (" …" if len(work.edits) > 8 else ""))
     elif work.reads:
         p2_parts.append("Read " + ", ".join(work.reads[:6]) + (" …" if len(work.reads) > 6 else ""))
+    more = files.listing(work.by_weight(), P2_FILE_CHARS, ". ".join(p2_parts))
+    if more:
+        p2_parts.append("Files " + more)
     if work.commits:
         p2_parts.append("Commits " + " ".join(work.commits))
     outcome_line = wording.first_sentence(conclusion)
     if outcome_line:
         p2_parts.append("Outcome: " + outcome_line)
     p2 = ". ".join(p2_parts) or p1
-    outcome = _outcome(work, top)
+    outcome = _outcome(work)
     p3 = f"{title}: {outcome}" + (f"; committed {' '.join(work.commits)}" if work.commits else "") + "."
     last = wording.first_sentence(_conclusion(episodes_[-1]), 140) if len(episodes_) > 1 else ""
     if last:
         p3 += f" Ended: {last}"
-    p4 = " · ".join([*work.commits, *top]) if (work.commits or top) else ""
+    named = files.listing(work.by_weight(), P4_FILE_CHARS)
+    p4 = " · ".join([*work.commits, *([named] if named else [])])
     return Draft(digests[0].ordinal, digests[-1].ordinal, title, p1, p2, p3, p4,
                  _importance(work, rules, bool(prompts)), _types(" ".join(prompts), work))
 

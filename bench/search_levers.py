@@ -1,0 +1,431 @@
+"""Recall levers for search (issue #12), each measured on the tuning and the held-out question sets.
+
+    nice -n 10 python bench/search_levers.py                 # after bench/search_bench.py built its databases
+    nice -n 10 python bench/search_levers.py --only agreement
+
+Each lever patches the ranking in this process (nothing is re-indexed: the variants that need other vectors
+embed them here) and prints, per question set and embedding provider, the paraphrase recall@5 and the MRR
+of all the set's questions. Every lever except the agreement rows runs with the agreement weight at 0 — the
+ranking before this round — so the rows compare with "before". The held-out set judges; choosing on it
+would make it a second tuning set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import sqlite3
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.search_bench import CACHE, SETS, _config, evaluate, summarize  # noqa: E402
+
+SUMMARY_LINE = re.compile(r"^\[(\d+)(?:-(\d+))?\]\s*(.*)$")  # the historian's `[a-b] U: … → A: …` lines
+_memo: dict[Any, Any] = {}
+
+
+@contextmanager
+def patched(obj: Any, name: str, value: Any) -> Iterator[None]:
+    old = getattr(obj, name)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        setattr(obj, name, old)
+
+
+def _embedder() -> Any:
+    from magic_context.search import embed
+
+    return embed.from_config(_config("local"))
+
+
+def _db_key(conn: sqlite3.Connection, *extra: Any) -> tuple[Any, ...]:
+    return (conn.execute("PRAGMA database_list").fetchone()[2], *extra)
+
+
+def summary_lines(conn: sqlite3.Connection, pk: int) -> tuple[list[tuple[int, int, int, str, str]], Any, Any]:
+    """(compartment id, start, end, text, title) per summary line, an in-memory FTS5 index of them, their vectors."""
+    key = _db_key(conn, pk, "lines")
+    if key not in _memo:
+        from magic_context.store import search_index as idx
+
+        lines = []
+        for c in idx.compartments(conn, pk):
+            for raw in (c["content"] or "").splitlines():
+                m = SUMMARY_LINE.match(raw.strip())
+                if m:
+                    lines.append((c["id"], int(m.group(1)), int(m.group(2) or m.group(1)), m.group(3), c["title"]))
+        mem = sqlite3.connect(":memory:")
+        mem.execute("CREATE VIRTUAL TABLE s USING fts5(body, tokenize='porter unicode61')")
+        mem.executemany("INSERT INTO s(rowid, body) VALUES (?, ?)",
+                        [(i, f"{s[4]} {s[3]}") for i, s in enumerate(lines)])
+        _memo[key] = (lines, mem, _embedder().embed([s[3] for s in lines]))
+    return _memo[key]
+
+
+def line_hits(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, limit: int) -> list[Any]:
+    """Summary lines scored as the compartment lane scores compartments (0.7 cosine + 0.3 FTS, 0.8 alone)."""
+    import numpy as np
+
+    from magic_context.search import lanes
+
+    lines, mem, vectors = summary_lines(conn, pk)
+
+    def fetch(expr: str, n: int) -> list[dict[str, int]]:
+        return [{"id": r[0]} for r in mem.execute("SELECT rowid FROM s WHERE s MATCH ? ORDER BY bm25(s) LIMIT ?",
+                                                  (expr, n)).fetchall()]
+
+    fused = lanes._rrf(lanes._fts_lists(q, fetch, 3 * limit), lambda r: r["id"])
+    ranked = sorted(fused, key=lambda i: (-fused[i], lines[i][1]))
+    fts = dict(zip(ranked, lanes.decay(len(ranked)), strict=True))
+    sem: dict[int, float] = {}
+    if q.vector is not None:
+        scores = vectors @ q.vector
+        sem = {int(i): max(0.0, min(1.0, float(scores[i]))) for i in np.argsort(-scores)[:50]}
+    hits = []
+    for i in set(fts) | set(sem):
+        cid, a, b, body, title = lines[i]
+        f, s = fts.get(i), sem.get(i)
+        if b > cutoff or (f is None and s is not None and s < lanes.MIN_MESSAGE_COSINE):
+            continue
+        score = lanes.SEMANTIC_WEIGHT * s + lanes.FTS_WEIGHT * f if f is not None and s is not None else \
+            lanes.SINGLE_SOURCE_PENALTY * (s if s is not None else f or 0.0)
+        hits.append(lanes.Hit("compartment", f"{cid}:{a}", score, "hybrid", body, pk, a, b, title=title))
+    hits.sort(key=lambda h: (-h.score, h.ordinal_start or 0))
+    return hits
+
+
+def lines_as_hits(beside: bool) -> Callable[..., Any]:
+    from magic_context.search import lanes
+
+    original = lanes.compartments
+
+    def compartments(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, limit: int) -> list[Any]:
+        base = original(conn, pk, q, cutoff, limit) if beside else []
+        merged = sorted(base + line_hits(conn, pk, q, cutoff, limit), key=lambda h: (-h.score, h.ordinal_start or 0))
+        return merged[: 3 * limit]
+    return compartments
+
+
+def best_line_scores() -> Callable[..., Any]:
+    """A compartment scored by its best summary line (its own range kept)."""
+    from magic_context.search import lanes
+    from magic_context.store import search_index as idx
+
+    original = lanes.compartments
+
+    def compartments(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, limit: int) -> list[Any]:
+        best: dict[int, float] = {}
+        for h in line_hits(conn, pk, q, cutoff, 50):
+            cid = int(str(h.id).split(":")[0])
+            best[cid] = max(best.get(cid, 0.0), h.score)
+        base = {h.id: h for h in original(conn, pk, q, cutoff, 50)}
+        rows = {c["id"]: c for c in idx.compartments(conn, pk, [c for c in best if c not in base])}
+        out = []
+        for cid, score in best.items():
+            hit = base.get(cid)
+            if hit is None:
+                r = rows[cid]
+                if r["end_ordinal"] > cutoff:
+                    continue
+                hit = lanes.Hit("compartment", cid, 0.0, "fts", r["content"] or r["title"], pk, r["start_ordinal"],
+                                r["end_ordinal"], title=r["title"])
+            hit.score = score
+            out.append(hit)
+        return sorted(out, key=lambda h: (-h.score, h.ordinal_start or 0))[: 3 * limit]
+    return compartments
+
+
+def compartments_by_rank_fusion() -> Callable[..., Any]:
+    from magic_context.search import lanes
+
+    original = lanes.compartments
+
+    def compartments(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, limit: int) -> list[Any]:
+        hits = original(conn, pk, q, cutoff, limit)
+        if q.vector is None:
+            return hits
+        sem = lanes._semantic_compartments(conn, pk, q, cutoff)
+        srank = {c: r for r, c in enumerate(sorted(sem, key=lambda c: -sem[c][0]))}
+        frank = {h.id: r for r, h in enumerate(h for h in hits if h.match != "semantic")}
+        return sorted(hits, key=lambda h: -(1 / (60 + srank[h.id]) if h.id in srank else 0)
+                      - (1 / (60 + frank[h.id]) if h.id in frank else 0))
+    return compartments
+
+
+def compartment_plus_message_cosines(top: int = 3, weight: float = 0.5) -> Callable[..., Any]:
+    import numpy as np
+
+    from magic_context.search import lanes, vectorfile
+
+    original = lanes._semantic_compartments
+
+    def semantic(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int) -> dict[int, Any]:
+        out = original(conn, pk, q, cutoff)
+        matrix = vectorfile.load(conn, "msgblock", str(pk), q.model_id or "", q.message_vector.shape[0])
+        cos, ref = vectorfile.cosines(matrix, q.message_vector), matrix["ref"]
+        for cid, (s, a, b, snippet) in list(out.items()):
+            inside = cos[(ref >= a) & (ref <= b)]
+            t = float(np.sort(inside)[-top:].mean()) if len(inside) else s
+            out[cid] = (max(0.0, min(1.0, (1 - weight) * s + weight * t)), a, b, snippet)
+        return out
+    return semantic
+
+
+def windowed_message_cosines(width: int) -> Callable[..., Any]:
+    import numpy as np
+
+    from magic_context.search import lanes, vectorfile
+
+    def semantic(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, n: int) -> list[tuple[int, float]]:
+        matrix = vectorfile.load(conn, "msgblock", str(pk), q.model_id or "", q.message_vector.shape[0])
+        if len(matrix) == 0:
+            return []
+        vecs = np.asarray(matrix["vec"], np.float32) * np.asarray(matrix["scale"], np.float32)[:, None]
+        csum = np.vstack([np.zeros((1, vecs.shape[1]), np.float32), np.cumsum(vecs, axis=0)])
+        at = np.arange(len(vecs))
+        window = csum[np.clip(at + width + 1, 0, len(vecs))] - csum[np.clip(at - width, 0, len(vecs))]
+        window /= np.maximum(np.linalg.norm(window, axis=1, keepdims=True), 1e-9)
+        scores, own, ords = window @ q.message_vector, vectorfile.cosines(matrix, q.message_vector), matrix["ref"]
+        keep = np.flatnonzero((ords <= cutoff) & (own >= lanes.MIN_MESSAGE_COSINE))
+        top = keep[np.argsort(-scores[keep], kind="stable")[:n]]
+        return [(int(ords[i]), float(scores[i])) for i in top]
+    return semantic
+
+
+def message_vectors_from(variant: str) -> Callable[..., Any]:
+    """Message cosines from other text: `inputs` (prose + tool inputs), `prose`, or `chunkN` (N-character
+    pieces with 50 characters of overlap, a message scoring as its best piece)."""
+    import numpy as np
+
+    from magic_context.history.runner import _decode
+    from magic_context.search import lanes
+    from magic_context.search import text as st
+    from magic_context.store import raw
+    from magic_context.store import search_index as idx
+
+    def vectors(conn: sqlite3.Connection, pk: int) -> tuple[Any, Any, Any]:
+        key = _db_key(conn, pk, variant)
+        if key not in _memo:
+            live = raw.live_index(conn, pk)
+            stored = raw.read_range(conn, pk, live[0][0], live[-1][0])
+            messages = _decode(idx.session_field(conn, pk, "harness"), stored)
+            ords, texts = [], []
+            for m in messages:
+                t = st.message_text(m, output_head=0) if variant == "inputs" else \
+                    st.message_text(m, tools=False) if variant == "prose" else st.message_text(m)
+                if t:
+                    ords.append(m.ordinal)
+                    texts.append(t[:1500])
+            owner = None
+            if variant.startswith("chunk"):
+                size = int(variant[5:])
+                pieces = [(i, t[max(0, j - 50): j + size]) for i, t in enumerate(texts) for j in range(0, len(t), size)]
+                owner, texts = np.array([p[0] for p in pieces]), [p[1] for p in pieces]
+            _memo[key] = (np.array(ords), _embedder().embed_messages(texts), owner)
+        return _memo[key]
+
+    def semantic(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, n: int) -> list[tuple[int, float]]:
+        ords, vecs, owner = vectors(conn, pk)
+        scores = vecs @ q.message_vector
+        if owner is not None:
+            best = np.full(len(ords), -1.0)
+            np.maximum.at(best, owner, scores)
+            scores = best
+        keep = np.flatnonzero((ords <= cutoff) & (scores >= lanes.MIN_MESSAGE_COSINE))
+        top = keep[np.argsort(-scores[keep], kind="stable")[:n]]
+        return [(int(ords[i]), float(scores[i])) for i in top]
+    return semantic
+
+
+def content_word_query_vector() -> Callable[..., Any]:
+    from magic_context.search import engine
+    from magic_context.search import text as st
+
+    original = engine._embed_query
+
+    def embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: list[str], **kw: Any) -> Any:
+        return original(conn, config, " ".join(st.content_words(text)) or text, warnings, **kw)
+    return embed_query
+
+
+def feedback_search(fused: bool, docs: int = 2, terms: int = 6) -> Callable[..., Any]:
+    """Pseudo-relevance feedback: search again with the query plus the top `terms` words (tf × compartment idf)
+    of the first `docs` hits; the second ranking alone, or RRF-fused (k=10, weight 0.7) with the first."""
+    from magic_context.search import engine
+    from magic_context.search import text as st
+
+    original = engine.search
+    word = re.compile(r"[a-z][a-z0-9_]{3,}")
+
+    def search(conn: sqlite3.Connection, query: str, **kw: Any) -> Any:
+        first = original(conn, query, **kw)
+        if st.probes(query):
+            return first
+        comps = [r[0] or "" for r in conn.execute("SELECT content FROM compartments WHERE session_pk = ?",
+                                                   (kw["session_pks"][0],))]
+        df: Counter[str] = Counter()
+        for c in comps:
+            df.update(set(word.findall(c.lower())))
+        tf = Counter(w for h in first.hits[:docs] for w in word.findall(h.snippet.lower()) if w not in st.STOPWORDS)
+        asked = set(st.content_words(query))
+        scored = sorted(((n * math.log(1 + len(comps) / (1 + df[w])), w) for w, n in tf.items()
+                         if w not in asked and df[w] < len(comps) / 2), reverse=True)
+        extra = [w for _s, w in scored[:terms]]
+        if not extra:
+            return first
+        second = original(conn, f"{query} {' '.join(extra)}", **kw)
+        if not fused:
+            return second
+        score: dict[Any, float] = {}
+        by_key: dict[Any, Any] = {}
+        for weight, result in ((1.0, first), (0.7, second)):
+            for rank, h in enumerate(result.hits):
+                key = (h.source, h.ordinal_start, h.ordinal_end, str(h.id))
+                by_key.setdefault(key, h)
+                score[key] = score.get(key, 0.0) + weight / (10 + rank)
+        first.hits = [by_key[k] for k in sorted(score, key=lambda k: -score[k])][: kw.get("limit", 10)]
+        return first
+    return search
+
+
+def widened_message_ranges(most: int = 40) -> Callable[..., Any]:
+    from magic_context.search import engine
+
+    original = engine.search
+
+    def search(conn: sqlite3.Connection, query: str, **kw: Any) -> Any:
+        result = original(conn, query, **kw)
+        lines = summary_lines(conn, kw["session_pks"][0])[0]
+        for h in result.hits:
+            if h.source == "message" and h.ordinal is not None:
+                for _cid, a, b, *_rest in lines:
+                    if a <= h.ordinal <= b and b - a <= most:
+                        start = a if h.ordinal_start is None else min(h.ordinal_start, a)
+                        h.ordinal_start, h.ordinal_end = start, b if h.ordinal_end is None else max(h.ordinal_end, b)
+                        break
+        return result
+    return search
+
+
+def weighted_compartment_match(title: float) -> Callable[..., Any]:
+    """Compartment FTS with the title column weighted `title` against the content's 1 in BM25."""
+    from magic_context.store import search_index as idx
+
+    def match(conn: sqlite3.Connection, pk: int, expression: str, cutoff: int, limit: int) -> list[Any]:
+        return idx._rows(conn, "SELECT c.id, c.start_ordinal, c.end_ordinal, c.title, c.content, "
+                               "coalesce(c.end_time, c.created_at) AS at_ms FROM compartment_fts f JOIN compartments c "
+                               "ON c.id = f.rowid WHERE compartment_fts MATCH ? AND c.session_pk = ? AND c.end_ordinal "
+                               f"<= ? ORDER BY bm25(compartment_fts, {float(title)}, 1.0), c.start_ordinal LIMIT ?",
+                         (expression, pk, cutoff, limit))
+    return match
+
+
+def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
+    """(name, providers, apply) — `apply` enters its patches on the stack."""
+    from magic_context.search import engine, lanes
+
+    def set_(**values: Any) -> Callable[[ExitStack], None]:
+        def apply(stack: ExitStack) -> None:
+            for k, v in values.items():
+                stack.enter_context(patched(lanes, k, v))
+        return apply
+
+    def with_(obj: Any, name: str, make: Callable[[], Any]) -> Callable[[ExitStack], None]:
+        return lambda stack: stack.enter_context(patched(obj, name, make()))
+
+    both, local = ("off", "local"), ("local",)
+    out: list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]] = [
+        ("agreement 0.5 (kept)", both, set_()),
+        ("agreement 1.0", both, set_(AGREEMENT_WEIGHT=1.0)),
+        ("agreement 2.0", both, set_(AGREEMENT_WEIGHT=2.0)),
+        ("before: no agreement", both, set_(AGREEMENT_WEIGHT=0.0)),
+        ("compartment RRF weight 0.5", both, set_(COMPARTMENT_RRF_WEIGHT=0.5)),
+        ("compartment RRF weight 2.0", both, set_(COMPARTMENT_RRF_WEIGHT=2.0)),
+        ("semantic RRF weight 1.0", local, set_(SEMANTIC_RRF_WEIGHT=1.0)),
+        ("RRF k 20", local, set_(RRF_K=20)),
+        ("RRF k 10", local, set_(RRF_K=10)),
+        ("loose-query weight 0.75", both, set_(LOOSE_WEIGHT=0.75)),
+        ("loose-query weight 1.0", both, set_(LOOSE_WEIGHT=1.0)),
+        ("query vector from content words", local, with_(engine, "_embed_query", content_word_query_vector)),
+        ("compartments by RRF of FTS and cosine ranks", local,
+         with_(lanes, "compartments", compartments_by_rank_fusion)),
+        ("summary lines as hits, instead of compartments", both,
+         with_(lanes, "compartments", lambda: lines_as_hits(False))),
+        ("summary lines as hits, beside compartments", both, with_(lanes, "compartments", lambda: lines_as_hits(True))),
+        ("compartment scored by its best summary line", both, with_(lanes, "compartments", best_line_scores)),
+        ("compartment cosine + its top-3 message cosines", local,
+         with_(lanes, "_semantic_compartments", compartment_plus_message_cosines)),
+    ]
+    out += [(f"message cosines over a ±{w} window", local,
+             with_(lanes, "_semantic_messages", partial(windowed_message_cosines, w))) for w in (1, 2, 3)]
+    out += [("feedback search, fused", local, with_(engine, "search", lambda: feedback_search(True))),
+            ("feedback search, alone", local, with_(engine, "search", lambda: feedback_search(False)))]
+    out += [(f"message vectors from {v}", local,
+             with_(lanes, "_semantic_messages", partial(message_vectors_from, v)))
+            for v in ("inputs", "prose", "chunk300", "chunk600")]
+    out += [("message hit range widened to its summary line", both, with_(engine, "search", widened_message_ranges))]
+    from magic_context.store import search_index
+
+    out += [(f"compartment title weight {w} in BM25", both,
+             with_(search_index, "match_compartments", partial(weighted_compartment_match, w))) for w in (2.0, 0.5)]
+    return out
+
+
+def measure(providers: tuple[str, ...]) -> dict[tuple[str, str], dict[str, float]]:
+    """(set, provider) → paraphrase recall@5 and MRR over all the set's sessions."""
+    totals: dict[tuple[str, str], list[float]] = {}
+    for name, folder in SETS.items():
+        for path in sorted(folder.glob("*.json")):
+            spec = json.loads(path.read_text())
+            db = CACHE / (Path(spec["session"]).stem + ".db")
+            for provider in providers:
+                rows = evaluate(db, spec, provider)["rows"]
+                pa, every = summarize(rows, ("paraphrase",)), summarize(rows)
+                t = totals.setdefault((name, provider), [0.0, 0.0, 0.0, 0.0])
+                t[0] += pa["r5"] * pa["n"]
+                t[1] += pa["n"]
+                t[2] += every["mrr"] * every["n"]
+                t[3] += every["n"]
+    return {k: {"pa": v[0] / max(1, v[1]), "mrr": v[2] / max(1, v[3])} for k, v in totals.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", help="run only the levers whose name contains this")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("MAGIC_CONTEXT_STORAGE_DIR", str(CACHE / "data"))
+    os.environ.setdefault("MAGIC_CONTEXT_CONFIG_DIR", str(CACHE / "config"))
+    from magic_context.search import lanes
+
+    print("| lever | tuning off | tuning local | held-out off | held-out local |")
+    print("|---|---|---|---|---|")
+    for name, providers, apply in levers():
+        if args.only and args.only not in name:
+            continue
+        with ExitStack() as stack:
+            if not name.startswith(("agreement", "before")):
+                stack.enter_context(patched(lanes, "AGREEMENT_WEIGHT", 0.0))
+            apply(stack)
+            got = measure(providers)
+        cells = [f"{got[(s, p)]['pa']:.2f} / {got[(s, p)]['mrr']:.2f}" if (s, p) in got else "–"
+                 for s in ("tuning", "heldout") for p in ("off", "local")]
+        print(f"| {name} | {' | '.join(cells)} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
