@@ -6,6 +6,7 @@ mutation testing cannot see."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -154,3 +155,21 @@ def test_a_window_the_fixed_part_fills_is_an_emergency_with_the_advice_that_work
                                 "cannot shrink: start a new session or use a model with a larger window")
     _, rep, _ = serve(_at(NOW + 1, 1990, 200_000, "e4", messages))  # the larger window the advice names
     assert rep["pass"] == "fold" and rep["usage_source"] == "provider"
+
+
+@pytest.mark.parametrize(("messages", "agent", "reason"), [
+    ([], "primary", "empty conversation served unchanged"),
+    ([U1], "reviewer", "mc disabled for this call"),
+])
+def test_a_pass_with_nothing_to_do_serves_the_document_unchanged(messages, agent, reason) -> None:
+    from magic_context import paths
+    from magic_context.transform import pipeline, protocol
+
+    document = {"messages": messages, "harness": "anthropic", "session_id": "idle", "project_dir": "/tmp",
+                "now": NOW, "agent": agent}
+    result = pipeline.run(protocol.read_input(document, {}))
+    assert result.document is document and result.prompt_ordinal is None and result.warnings == []
+    assert result.report == {"pass": "defer", "bust": False, "reason": reason, "tokens_before": 0,
+                             "tokens_after": 0, "tags": 0, "dropped": 0, "pending_drops": 0, "historian": "idle",
+                             "ms": 0.0, "warnings": []}
+    assert not os.path.exists(paths.db_file())  # nothing stored, no database created
