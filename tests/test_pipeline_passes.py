@@ -173,3 +173,14 @@ def test_a_pass_with_nothing_to_do_serves_the_document_unchanged(messages, agent
                              "tokens_after": 0, "tags": 0, "dropped": 0, "pending_drops": 0, "historian": "idle",
                              "ms": 0.0, "warnings": []}
     assert not os.path.exists(paths.db_file())  # nothing stored, no database created
+
+
+def test_a_read_only_pass_needs_a_stored_session() -> None:
+    from magic_context.errors import StorageBusy
+    from magic_context.transform import pipeline, protocol
+
+    serve(envelope([U1], NOW))  # a database exists; the session below does not
+    inp = protocol.read_input(dict(envelope([U1], NOW), session_id="never-served"), {})
+    with pytest.raises(StorageBusy) as caught:
+        pipeline.run(inp, readonly=True)
+    assert caught.value.message == "no stored state for this session yet"
