@@ -160,3 +160,42 @@ def test_sizes_served_adds_prefixes_head_system_and_nudges_to_the_served_message
     assert sizes.served(view, sites, kept=messages, stripped={"m1"}, reasoning={"m1": 40, "m0": 5}) == \
         body - 40 + 2 * stages.TAG_PREFIX_TOKENS + fixed
     assert stages.TAG_PREFIX_TOKENS == 3
+
+
+def test_emergency_advice_by_what_fills_the_window_and_the_historian(monkeypatch) -> None:
+    """Exit 4's advice (`_emergency_fix`), at its boundaries: what compacting the 20-message-old history would
+    free against what its summary costs in m[0] decides between 'nothing mc can shrink' and compacting; then a
+    historian already at work (running, or fired detached) is waited for, else `mc wrapup` is advised."""
+    from types import SimpleNamespace
+
+    from magic_context.transform.drops import PLACEHOLDER_TOKENS
+
+    limit = 10_000  # the block band starts at 9 500
+    messages = [msg(m.SYSTEM, 0, text("s"))] + [msg((m.USER, m.ASSISTANT)[i % 2], i, text()) for i in range(1, 26)]
+    dropped = site(1, tag_store.KIND_TEXT, 100, dropped=True)
+    dropped.tag.drop_mode = tag_store.MODE_PLACEHOLDER
+    view = SimpleNamespace(messages=messages, msg_tokens=[1000] + [100] * 25, sites=[dropped])
+    p = SimpleNamespace(inp=SimpleNamespace(session_id="s7"), hot={"history_budget_percentage": 0.1})
+    foldable = 5 * 100 - (100 - PLACEHOLDER_TOKENS)  # messages 1-5 (the system message stays), less the drop
+    at_band = 9_500 + foldable - 1_000  # the projected size that compacting would leave exactly at the band
+    fixed = ("the system prompt, the tool definitions and the newest turn fill it, which mc cannot shrink: "
+             "start a new session or use a model with a larger window")
+    wrapup = "run `mc wrapup --session s7` to compact older history, then retry"
+    wait = ("the historian is compacting older history now: retry once `mc status --session s7` "
+            "no longer shows it running")
+
+    def advice(projected: int, historian: str = "idle", v=view) -> str:
+        return pipeline._emergency_fix(p, v, projected, limit, historian)
+
+    assert advice(at_band) == fixed
+    assert advice(at_band - 1) == wrapup
+    assert advice(at_band - 50) == wrapup  # 9 450 is under the band (95%, not 94%)
+    assert advice(at_band - 1, "running") == wait
+    assert advice(at_band - 1, "fired") == wrapup  # inline (tests): it ran in this pass and is done
+    assert advice(at_band, "running") == fixed
+    monkeypatch.setenv("MAGIC_CONTEXT_HISTORIAN", "")  # detached, as live
+    assert advice(at_band - 1, "fired") == wait
+    assert advice(at_band - 1, "idle") == wrapup
+    short = SimpleNamespace(messages=messages[1:6], msg_tokens=[100] * 5, sites=[])  # nothing 20 messages old
+    assert advice(9_500 - 1_000, v=short) == fixed
+    assert advice(9_500 - 1_000 - 1, v=short) == wrapup
