@@ -184,3 +184,16 @@ def test_a_read_only_pass_needs_a_stored_session() -> None:
     with pytest.raises(StorageBusy) as caught:
         pipeline.run(inp, readonly=True)
     assert caught.value.message == "no stored state for this session yet"
+
+
+def test_a_session_keeps_the_project_it_was_first_seen_in() -> None:
+    from magic_context.store import db
+
+    serve(dict(envelope([U1], NOW), session_id="moved", project_dir="/tmp/first"))
+    serve(dict(envelope([U1, A2, U2], NOW + 1000), session_id="moved", project_dir="/tmp/second"))
+    conn = db.open_db()
+    try:
+        rows = conn.execute("SELECT project_dir FROM sessions WHERE session_id = 'moved'").fetchall()
+    finally:
+        conn.close()
+    assert [r[0] for r in rows] == ["/tmp/first"]
