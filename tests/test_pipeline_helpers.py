@@ -199,3 +199,40 @@ def test_emergency_advice_by_what_fills_the_window_and_the_historian(monkeypatch
     short = SimpleNamespace(messages=messages[1:6], msg_tokens=[100] * 5, sites=[])  # nothing 20 messages old
     assert advice(9_500 - 1_000, v=short) == fixed
     assert advice(9_500 - 1_000 - 1, v=short) == wrapup
+
+
+def test_provider_usage_is_the_last_replys_usage_plus_what_came_after() -> None:
+    from types import SimpleNamespace
+
+    def usage(total: int, output: int = 5) -> m.Usage:
+        return m.Usage(input_tokens=total, output_tokens=output)
+
+    def reported(messages, tokens_, inp_usage=None):
+        return pipeline._provider_usage(None, 1, SimpleNamespace(usage=inp_usage), messages, tokens_, divergences=[])
+
+    reply = msg(m.ASSISTANT, 1, usage=usage(100))
+    assert reported([msg(m.USER, 0), reply], [10, 20]) == 105
+    assert reported([msg(m.USER, 0), reply, msg(m.USER, 2)], [10, 20, 30]) == 135
+    assert reported([msg(m.USER, 0), reply, msg(m.USER, 2)], [10, 20, 30], usage(7, 1)) == 38  # the input's wins
+    assert reported([msg(m.USER, 0), msg(m.ASSISTANT, 1, usage=usage(1))], [10, 20]) == 6
+    assert reported([msg(m.USER, 0), msg(m.ASSISTANT, 1, usage=usage(0))], [10, 20]) is None  # no figures
+    assert reported([msg(m.USER, 0)], [10], usage(1, 2)) == 3  # no reply yet: the input's usage alone
+    assert reported([msg(m.USER, 0)], [10], usage(0, 2)) is None
+    assert reported([], [], usage(4, 2)) == 6
+
+
+def test_drain_pending_lands_queued_drops_outside_the_protected_window(conn) -> None:
+    from magic_context.store import pending, raw
+    from magic_context.transform.tags import MODE_REMOVED, MODE_TRUNCATED
+
+    pk = raw.ensure_session(conn, "pi", "pending", project_dir="/p", now_ms=1)
+    pending.queue(conn, pk, [1, 2, 3, 4, 9], forced=False, now_ms=1)
+    pending.queue(conn, pk, [5], forced=True, now_ms=1)
+    sites = {2: site(2, tag_store.KIND_TEXT, 10, dropped=True), 3: site(3, tag_store.KIND_TOOL, 10, results=True),
+             4: site(4, tag_store.KIND_TEXT, 10), 5: site(5, tag_store.KIND_TEXT, 10)}
+    drops, done = pipeline._drain_pending(conn, pk, sites, 4, False)
+    assert [(d.site.tag.number, d.mode, d.lane) for d in drops] == [(3, MODE_REMOVED, "ctx_reduce"),
+                                                                    (5, MODE_TRUNCATED, "ctx_reduce")]
+    assert done == [2, 3, 5]  # 1 and 9 are not in this request and 4 is protected: they stay queued
+    drops, done = pipeline._drain_pending(conn, pk, sites, 4, True)  # a forced pass lands protected ones too
+    assert [d.site.tag.number for d in drops] == [3, 4, 5] and done == [2, 3, 4, 5]
