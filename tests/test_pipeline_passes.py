@@ -197,3 +197,23 @@ def test_a_session_keeps_the_project_it_was_first_seen_in() -> None:
     finally:
         conn.close()
     assert [r[0] for r in rows] == ["/tmp/first"]
+
+
+def test_a_subagent_pass_is_served_with_tags_and_no_head() -> None:
+    out, rep, _ = serve(dict(envelope([U1], NOW), session_id="sub", agent="subagent"))
+    assert rep["reason"] != "mc disabled for this call" and rep["new_tags"] == 1
+    assert out["messages"] == [{"role": "user", "content": "§1§ fix the bug"}]
+
+
+def test_malformed_input_is_refused_even_when_mc_would_serve_it_unchanged() -> None:
+    from magic_context import paths
+    from magic_context.errors import BadInput
+    from magic_context.transform import pipeline, protocol
+
+    bad = [{"role": "user", "content": 5}]
+    for agent in ("reviewer", "primary"):  # disabled for this agent; and the first use, before any database
+        document = {"messages": bad, "harness": "anthropic", "session_id": "bad", "project_dir": "/tmp",
+                    "now": NOW, "agent": agent}
+        with pytest.raises(BadInput, match=r"messages\[0\]"):
+            pipeline.run(protocol.read_input(document, {}))
+        assert not os.path.exists(paths.db_file())  # exit 2 writes nothing, not even the data dir
