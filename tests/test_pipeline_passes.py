@@ -217,3 +217,15 @@ def test_malformed_input_is_refused_even_when_mc_would_serve_it_unchanged() -> N
         with pytest.raises(BadInput, match=r"messages\[0\]"):
             pipeline.run(protocol.read_input(document, {}))
         assert not os.path.exists(paths.db_file())  # exit 2 writes nothing, not even the data dir
+
+
+def test_a_dry_run_serves_the_pass_and_stores_nothing() -> None:
+    from magic_context.store import db, sessions
+
+    served = hook.serve_pass(json.dumps(envelope([U1, A1, R1], NOW)).encode(), {"--dry-run": True})
+    assert served.report["new_tags"] == 3 and served.prompt_ordinal is None
+    conn = db.open_db()
+    try:
+        assert sessions.lookup_session(conn, "anthropic", "passes") is None
+    finally:
+        conn.close()
