@@ -160,3 +160,79 @@ def test_sizes_served_adds_prefixes_head_system_and_nudges_to_the_served_message
     assert sizes.served(view, sites, kept=messages, stripped={"m1"}, reasoning={"m1": 40, "m0": 5}) == \
         body - 40 + 2 * stages.TAG_PREFIX_TOKENS + fixed
     assert stages.TAG_PREFIX_TOKENS == 3
+
+
+def test_emergency_advice_by_what_fills_the_window_and_the_historian(monkeypatch) -> None:
+    """Exit 4's advice (`_emergency_fix`), at its boundaries: what compacting the 20-message-old history would
+    free against what its summary costs in m[0] decides between 'nothing mc can shrink' and compacting; then a
+    historian already at work (running, or fired detached) is waited for, else `mc wrapup` is advised."""
+    from types import SimpleNamespace
+
+    from magic_context.transform.drops import PLACEHOLDER_TOKENS
+
+    limit = 10_000  # the block band starts at 9 500
+    messages = [msg(m.SYSTEM, 0, text("s"))] + [msg((m.USER, m.ASSISTANT)[i % 2], i, text()) for i in range(1, 26)]
+    dropped = site(1, tag_store.KIND_TEXT, 100, dropped=True)
+    dropped.tag.drop_mode = tag_store.MODE_PLACEHOLDER
+    view = SimpleNamespace(messages=messages, msg_tokens=[1000] + [100] * 25, sites=[dropped])
+    p = SimpleNamespace(inp=SimpleNamespace(session_id="s7"), hot={"history_budget_percentage": 0.1})
+    foldable = 5 * 100 - (100 - PLACEHOLDER_TOKENS)  # messages 1-5 (the system message stays), less the drop
+    at_band = 9_500 + foldable - 1_000  # the projected size that compacting would leave exactly at the band
+    fixed = ("the system prompt, the tool definitions and the newest turn fill it, which mc cannot shrink: "
+             "start a new session or use a model with a larger window")
+    wrapup = "run `mc wrapup --session s7` to compact older history, then retry"
+    wait = ("the historian is compacting older history now: retry once `mc status --session s7` "
+            "no longer shows it running")
+
+    def advice(projected: int, historian: str = "idle", v=view) -> str:
+        return pipeline._emergency_fix(p, v, projected, limit, historian)
+
+    assert advice(at_band) == fixed
+    assert advice(at_band - 1) == wrapup
+    assert advice(at_band - 50) == wrapup  # 9 450 is under the band (95%, not 94%)
+    assert advice(at_band - 1, "running") == wait
+    assert advice(at_band - 1, "fired") == wrapup  # inline (tests): it ran in this pass and is done
+    assert advice(at_band, "running") == fixed
+    monkeypatch.setenv("MAGIC_CONTEXT_HISTORIAN", "")  # detached, as live
+    assert advice(at_band - 1, "fired") == wait
+    assert advice(at_band - 1, "idle") == wrapup
+    short = SimpleNamespace(messages=messages[1:6], msg_tokens=[100] * 5, sites=[])  # nothing 20 messages old
+    assert advice(9_500 - 1_000, v=short) == fixed
+    assert advice(9_500 - 1_000 - 1, v=short) == wrapup
+
+
+def test_provider_usage_is_the_last_replys_usage_plus_what_came_after() -> None:
+    from types import SimpleNamespace
+
+    def usage(total: int, output: int = 5) -> m.Usage:
+        return m.Usage(input_tokens=total, output_tokens=output)
+
+    def reported(messages, tokens_, inp_usage=None):
+        return pipeline._provider_usage(None, 1, SimpleNamespace(usage=inp_usage), messages, tokens_, divergences=[])
+
+    reply = msg(m.ASSISTANT, 1, usage=usage(100))
+    assert reported([msg(m.USER, 0), reply], [10, 20]) == 105
+    assert reported([msg(m.USER, 0), reply, msg(m.USER, 2)], [10, 20, 30]) == 135
+    assert reported([msg(m.USER, 0), reply, msg(m.USER, 2)], [10, 20, 30], usage(7, 1)) == 38  # the input's wins
+    assert reported([msg(m.USER, 0), msg(m.ASSISTANT, 1, usage=usage(1))], [10, 20]) == 6
+    assert reported([msg(m.USER, 0), msg(m.ASSISTANT, 1, usage=usage(0))], [10, 20]) is None  # no figures
+    assert reported([msg(m.USER, 0)], [10], usage(1, 2)) == 3  # no reply yet: the input's usage alone
+    assert reported([msg(m.USER, 0)], [10], usage(0, 2)) is None
+    assert reported([], [], usage(4, 2)) == 6
+
+
+def test_drain_pending_lands_queued_drops_outside_the_protected_window(conn) -> None:
+    from magic_context.store import pending, raw
+    from magic_context.transform.tags import MODE_REMOVED, MODE_TRUNCATED
+
+    pk = raw.ensure_session(conn, "pi", "pending", project_dir="/p", now_ms=1)
+    pending.queue(conn, pk, [1, 2, 3, 4, 9], forced=False, now_ms=1)
+    pending.queue(conn, pk, [5], forced=True, now_ms=1)
+    sites = {2: site(2, tag_store.KIND_TEXT, 10, dropped=True), 3: site(3, tag_store.KIND_TOOL, 10, results=True),
+             4: site(4, tag_store.KIND_TEXT, 10), 5: site(5, tag_store.KIND_TEXT, 10)}
+    drops, done = pipeline._drain_pending(conn, pk, sites, 4, False)
+    assert [(d.site.tag.number, d.mode, d.lane) for d in drops] == [(3, MODE_REMOVED, "ctx_reduce"),
+                                                                    (5, MODE_TRUNCATED, "ctx_reduce")]
+    assert done == [2, 3, 5]  # 1 and 9 are not in this request and 4 is protected: they stay queued
+    drops, done = pipeline._drain_pending(conn, pk, sites, 4, True)  # a forced pass lands protected ones too
+    assert [d.site.tag.number for d in drops] == [3, 4, 5] and done == [2, 3, 4, 5]

@@ -6,6 +6,7 @@ mutation testing cannot see."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -154,3 +155,77 @@ def test_a_window_the_fixed_part_fills_is_an_emergency_with_the_advice_that_work
                                 "cannot shrink: start a new session or use a model with a larger window")
     _, rep, _ = serve(_at(NOW + 1, 1990, 200_000, "e4", messages))  # the larger window the advice names
     assert rep["pass"] == "fold" and rep["usage_source"] == "provider"
+
+
+@pytest.mark.parametrize(("messages", "agent", "reason"), [
+    ([], "primary", "empty conversation served unchanged"),
+    ([U1], "reviewer", "mc disabled for this call"),
+])
+def test_a_pass_with_nothing_to_do_serves_the_document_unchanged(messages, agent, reason) -> None:
+    from magic_context import paths
+    from magic_context.transform import pipeline, protocol
+
+    document = {"messages": messages, "harness": "anthropic", "session_id": "idle", "project_dir": "/tmp",
+                "now": NOW, "agent": agent}
+    result = pipeline.run(protocol.read_input(document, {}))
+    assert result.document is document and result.prompt_ordinal is None and result.warnings == []
+    assert result.report == {"pass": "defer", "bust": False, "reason": reason, "tokens_before": 0,
+                             "tokens_after": 0, "tags": 0, "dropped": 0, "pending_drops": 0, "historian": "idle",
+                             "ms": 0.0, "warnings": []}
+    assert not os.path.exists(paths.db_file())  # nothing stored, no database created
+
+
+def test_a_read_only_pass_needs_a_stored_session() -> None:
+    from magic_context.errors import StorageBusy
+    from magic_context.transform import pipeline, protocol
+
+    serve(envelope([U1], NOW))  # a database exists; the session below does not
+    inp = protocol.read_input(dict(envelope([U1], NOW), session_id="never-served"), {})
+    with pytest.raises(StorageBusy) as caught:
+        pipeline.run(inp, readonly=True)
+    assert caught.value.message == "no stored state for this session yet"
+
+
+def test_a_session_keeps_the_project_it_was_first_seen_in() -> None:
+    from magic_context.store import db
+
+    serve(dict(envelope([U1], NOW), session_id="moved", project_dir="/tmp/first"))
+    serve(dict(envelope([U1, A2, U2], NOW + 1000), session_id="moved", project_dir="/tmp/second"))
+    conn = db.open_db()
+    try:
+        rows = conn.execute("SELECT project_dir FROM sessions WHERE session_id = 'moved'").fetchall()
+    finally:
+        conn.close()
+    assert [r[0] for r in rows] == ["/tmp/first"]
+
+
+def test_a_subagent_pass_is_served_with_tags_and_no_head() -> None:
+    out, rep, _ = serve(dict(envelope([U1], NOW), session_id="sub", agent="subagent"))
+    assert rep["reason"] != "mc disabled for this call" and rep["new_tags"] == 1
+    assert out["messages"] == [{"role": "user", "content": "§1§ fix the bug"}]
+
+
+def test_malformed_input_is_refused_even_when_mc_would_serve_it_unchanged() -> None:
+    from magic_context import paths
+    from magic_context.errors import BadInput
+    from magic_context.transform import pipeline, protocol
+
+    bad = [{"role": "user", "content": 5}]
+    for agent in ("reviewer", "primary"):  # disabled for this agent; and the first use, before any database
+        document = {"messages": bad, "harness": "anthropic", "session_id": "bad", "project_dir": "/tmp",
+                    "now": NOW, "agent": agent}
+        with pytest.raises(BadInput, match=r"messages\[0\]"):
+            pipeline.run(protocol.read_input(document, {}))
+        assert not os.path.exists(paths.db_file())  # exit 2 writes nothing, not even the data dir
+
+
+def test_a_dry_run_serves_the_pass_and_stores_nothing() -> None:
+    from magic_context.store import db, sessions
+
+    served = hook.serve_pass(json.dumps(envelope([U1, A1, R1], NOW)).encode(), {"--dry-run": True})
+    assert served.report["new_tags"] == 3 and served.prompt_ordinal is None
+    conn = db.open_db()
+    try:
+        assert sessions.lookup_session(conn, "anthropic", "passes") is None
+    finally:
+        conn.close()

@@ -547,3 +547,103 @@ def test_a_lone_surrogate_in_the_first_user_text_still_fingerprints() -> None:
 def test_switch_valued_session_and_model_options_are_ignored() -> None:
     inp = protocol.read_input([USER], {"--project": "/p", "--session": True, "--model": True})
     assert (inp.session_id, inp.model_key) == (fingerprint("/p", "hello"), None)
+
+
+def test_debug_prints_the_traceback_of_a_crashed_pass_and_only_then(monkeypatch, capsys) -> None:
+    hook.serve_pass(_doc("debug"), {})
+    _crash_with(monkeypatch, RuntimeError("boom"))
+    assert hook.main([], debug=True, stdin=io.BytesIO(_doc("debug")), stdout=io.BytesIO()) == ExitCode.OK
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "RuntimeError: boom" in err
+    assert err.endswith("mc: warning: internal error (RuntimeError: boom); served the last known good context\n")
+    assert hook.main([], stdin=io.BytesIO(_doc("debug")), stdout=io.BytesIO()) == ExitCode.OK
+    assert "Traceback" not in capsys.readouterr().err
+    hook.serve(_doc("debug"), {})  # debug is off unless asked for
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_config_that_cannot_be_read_fails_closed(monkeypatch) -> None:
+    from magic_context.config import hot
+    from magic_context.errors import StorageUnavailable
+
+    hook.serve_pass(_doc("unreadable"), {})
+    _crash_with(monkeypatch, StorageUnavailable("disk gone"))
+
+    def broken(*args, **kwargs):
+        raise OSError("config unreadable")
+
+    monkeypatch.setattr(hot, "load_hot", broken)  # the pass itself read it before (its own import)
+    with pytest.raises(StorageUnavailable):
+        hook.serve_pass(_doc("unreadable"), {})
+
+
+def test_the_report_line_is_compact_json_with_unicode_kept(capsys) -> None:
+    def at(now: int, used: int) -> bytes:
+        return json.dumps({"messages": [USER], "harness": "anthropic", "session_id": "report-line",
+                           "project_dir": "/tmp", "now": now, "usage": {"input_tokens": used, "output_tokens": 1},
+                           "model": {"provider": "anthropic", "id": "claude-x", "context_limit": 20_000}}).encode()
+
+    assert hook.main([], stdin=io.BytesIO(at(NOW, 100)), stdout=io.BytesIO()) == ExitCode.OK
+    capsys.readouterr()
+    assert hook.main(["--report"], stdin=io.BytesIO(at(NOW + 1000, 14_000)), stdout=io.BytesIO()) == ExitCode.OK
+    line = capsys.readouterr().err
+    assert line.endswith("}\n") and line.count("\n") == 1
+    assert '"reason":"usage 70.0% ≥ threshold 65%"' in line and ", " not in line.replace("; ", "")
+
+
+def test_the_smallest_context_limit_is_one() -> None:
+    assert hook.parse_args(["--context-limit", "1"])["--context-limit"] == "1"
+
+
+def test_the_last_known_good_report_is_the_replayed_pass_with_its_own_warnings_first(monkeypatch, capsys) -> None:
+    messages = [USER, {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
+                {"role": "user", "content": "go on"}]
+    data = json.dumps({"messages": messages, "harness": "anthropic", "session_id": "lkg-report", "project_dir": "/tmp",
+                       "now": NOW}).encode()
+    repaired = ("repaired the input's tool pairing: answered the unanswered tool call t1 with "
+                "[Tool execution was interrupted]")
+    assert hook.serve_pass(data, {}).report["warnings"] == [repaired]
+    _crash_with(monkeypatch, RuntimeError("boom"))
+    report = dict(hook.serve_pass(data, {}).report)
+    report.pop("ms")
+    assert report == {"pass": "defer", "bust": False, "reason": "defer: within threshold, cache warm",
+                      "tokens_before": 28, "tokens_after": 67, "tags": 3, "dropped": 0, "pending_drops": 0,
+                      "historian": "idle", "warnings": [repaired, "internal error (RuntimeError: boom)"],
+                      "usage_tokens": 67, "usage_source": "estimate", "context_limit": 200_000,
+                      "threshold_percent": 40.0, "new_drops": 0, "new_tags": 0, "raw_written": 0, "lkg": True}
+
+
+def test_a_parsed_document_is_used_as_given() -> None:
+    document = {"messages": [USER], "harness": "pi", "session_id": "given", "project_dir": "/tmp", "now": NOW}
+    served = hook.serve_pass(b"not json: the caller parsed it already", {}, document=document)
+    assert served.inp.session_id == "given" and json.loads(served.output)["messages"][-1]["content"] == "§1§ hello"
+
+
+def test_a_fallback_with_no_database_creates_none(monkeypatch, capsys) -> None:
+    from magic_context import paths
+    from magic_context.transform import pipeline
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(pipeline, "run", crash)
+    data = _doc("nodb")
+    served = hook.serve_pass(data, {})
+    assert served.output is data and served.report["reason"] == "input served unchanged"
+    assert not os.path.exists(paths.db_file())
+
+
+def test_a_pass_served_unchanged_is_counted_for_its_session(monkeypatch, capsys) -> None:
+    from magic_context.transform import pipeline
+
+    hook.serve_pass(_doc("unchanged"), {})
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(pipeline, "run", crash)  # the replay fails too
+    data = _doc("unchanged", NOW + 7)
+    assert hook.serve_pass(data, {}).output is data
+    assert _fallbacks("unchanged") == {"count": 1, "first_at": NOW + 7, "last_at": NOW + 7,
+                                       "last_reason": "internal error (RuntimeError: boom)",
+                                       "served": "input unchanged"}
