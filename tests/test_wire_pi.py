@@ -378,6 +378,7 @@ def test_render_fresh_messages_exactly() -> None:
         b(m.REASONING, text="r1", meta={"thinkingSignature": "tsig", "signature": "other"}),
         b(m.REASONING, text="r2", meta={"signature": 5, "anthropic": {"signature": "nested"}, "redacted": True}),
         b(m.REASONING, text="r3", meta=None),
+        b(m.REASONING, text="r4", meta={"signature": "asig", "anthropic": {"signature": "nested"}}),
         b(m.TEXT, text="hello"),
         b(m.TOOL_CALL, tool_id="c1", tool_name="read", input={"p": 1}),
         b(m.TOOL_CALL, tool_id=None, tool_name=None, input=None),
@@ -411,6 +412,7 @@ def test_render_fresh_messages_exactly() -> None:
             {"type": "thinking", "thinking": "r1", "thinkingSignature": "tsig"},
             {"type": "thinking", "thinking": "r2", "thinkingSignature": "nested", "redacted": True},
             {"type": "thinking", "thinking": "r3"},
+            {"type": "thinking", "thinking": "r4", "thinkingSignature": "asig"},
             {"type": "text", "text": "hello"},
             {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"p": 1}},
             {"type": "toolCall", "id": "", "name": "unknown", "arguments": {}},
@@ -435,3 +437,11 @@ def test_render_fresh_messages_exactly() -> None:
         {"role": "toolResult", "toolCallId": "c3", "toolName": "named", "content": [{"type": "text", "text": "r"}],
          "isError": True, "timestamp": 0},
     ]
+
+
+def test_a_result_without_text_parts_gets_its_new_text_first() -> None:
+    image = {"type": "image", "data": "AA", "mimeType": "image/png"}
+    msgs = pi.decode([{"role": "toolResult", "toolCallId": "c", "toolName": "shot", "content": [image],
+                       "isError": False, "timestamp": 1}])
+    msgs[0].blocks[0].text = "[dropped §4§]"
+    assert pi.encode(msgs)[0]["content"] == [{"type": "text", "text": "[dropped §4§]"}, image]
