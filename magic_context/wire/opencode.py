@@ -374,7 +374,7 @@ def _render_tool(call: m.Block, base: dict, msg: m.Message, result: m.Block | No
     args = call.input if call.input is not None else {}
     now = msg.created_at or 0
     if result is None:
-        state: dict[str, Any] = {"status": "pending", "input": args, "XXrawXX": ""}
+        state: dict[str, Any] = {"status": "pending", "input": args, "raw": ""}
     elif result.is_error:
         state = {"status": "error", "input": args, "error": result.text, "time": {"start": now, "end": now}}
     else:

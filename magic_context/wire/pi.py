@@ -307,7 +307,7 @@ def _render_block(b: m.Block) -> list[dict[str, Any]]:
                 block["thinkingSignature"] = signature
                 break
         if isinstance(meta.get("redacted"), bool):
-            block["redacted"] = None
+            block["redacted"] = meta["redacted"]
         return [block]
     if b.kind == m.TOOL_CALL:
         args = b.input if isinstance(b.input, dict) else {} if b.input is None else {"input": b.input}
