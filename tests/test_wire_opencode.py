@@ -453,6 +453,10 @@ def test_render_tool_states() -> None:
         {"status": "error", "input": {"command": "false"}, "error": "exit 1", "time": {"start": 77, "end": 77}}]
     undated = opencode.encode([m.Message("a", m.ASSISTANT, [failed]), m.Message("t", m.TOOL, [error])])
     assert undated[0]["parts"][0]["state"]["time"] == {"start": 0, "end": 0}
+    done = m.Block(m.TOOL_RESULT, text="ok", tool_id="c2")
+    completed = opencode.encode([m.Message("a", m.ASSISTANT, [failed], created_at=5), m.Message("t", m.TOOL, [done])])
+    assert completed[0]["parts"][0]["state"] == {"status": "completed", "input": {"command": "false"}, "output": "ok",
+                                                 "title": "", "metadata": {}, "time": {"start": 5, "end": 5}}
 
 
 @pytest.mark.parametrize(("src", "message"), [

@@ -445,3 +445,19 @@ def test_a_result_without_text_parts_gets_its_new_text_first() -> None:
                        "isError": False, "timestamp": 1}])
     msgs[0].blocks[0].text = "[dropped §4§]"
     assert pi.encode(msgs)[0]["content"] == [{"type": "text", "text": "[dropped §4§]"}, image]
+
+
+def test_render_summary_unnamed_result_and_malformed_data_url() -> None:
+    b = m.Block
+    summary = m.Message("s", m.USER, [b(m.TEXT, text="goal"), b(m.TEXT, text="state")], compaction=m.COMPACTION_SUMMARY,
+                        created_at=9)
+    unnamed = m.Message("t", m.TOOL, [b(m.TOOL_RESULT, text="x", tool_id=None)])
+    twice = {"url": "data:image/png;base64,QQ;base64,Qg"}
+    media = m.Message("u", m.USER, [b(m.MEDIA, media_type="image/png", meta=twice)])
+    assert pi.encode([summary, unnamed, media]) == [
+        {"role": "compactionSummary", "summary": "goal\nstate", "tokensBefore": 0, "timestamp": 9},
+        {"role": "toolResult", "toolCallId": "", "toolName": "", "content": [{"type": "text", "text": "x"}],
+         "isError": False, "timestamp": 0},
+        # the payload after the first ";base64," is passed on as it is (never repaired)
+        {"role": "user", "content": [{"type": "image", "data": "QQ;base64,Qg", "mimeType": "image/png"}],
+         "timestamp": 0}]
