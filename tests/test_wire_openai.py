@@ -497,3 +497,32 @@ def test_system_helpers_name_a_non_array() -> None:
     with pytest.raises(BadInput) as err:
         openai.system_texts("x")
     assert str(err.value) == "openai messages: expected an array, got string"
+
+
+def test_custom_tool_call_input_is_written_back_raw() -> None:
+    doc = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c", "type": "custom", "custom": {"name": "apply_patch", "input": "*** Begin Patch"}}]}]
+    msgs = openai.decode(copy.deepcopy(doc))
+    assert msgs[0].blocks[0].input == "*** Begin Patch"  # free-form input: never parsed as JSON
+    assert openai.encode(msgs) == doc
+    msgs[0].blocks[0].input = "*** Edited"
+    assert openai.encode(msgs)[0]["tool_calls"] == [
+        {"id": "c", "type": "custom", "custom": {"name": "apply_patch", "input": "*** Edited"}}]
+
+
+def test_content_keeps_or_becomes_a_string_when_one_text_is_left() -> None:
+    # an assistant that only called tools (content null) given a text block: the text is the content string
+    msgs = openai.decode([{"role": "assistant", "content": None, "tool_calls": []}])
+    msgs[0].blocks.append(m.Block(m.TEXT, text="note"))
+    assert openai.encode(msgs)[0]["content"] == "note"
+    # string content that gained a sibling (a list) and lost it again is a string again
+    msgs = openai.decode([{"role": "user", "content": "hi"}])
+    msgs[0].blocks.append(m.Block(m.TEXT, text="more"))
+    assert openai.encode(msgs)[0]["content"] == [{"type": "text", "text": "hi"}, {"type": "text", "text": "more"}]
+    msgs[0].blocks.pop()
+    assert openai.encode(msgs)[0]["content"] == "hi"
+    # every part removed: a user message keeps an empty string, an assistant null
+    msgs = openai.decode([{"role": "user", "content": [{"type": "text", "text": "x"}]},
+                          {"role": "assistant", "content": "y"}])
+    msgs[0].blocks, msgs[1].blocks = [], []
+    assert [x["content"] for x in openai.encode(msgs)] == ["", None]

@@ -389,3 +389,102 @@ def test_bad_shapes_name_the_index(src, needle: str) -> None:
 
 def test_harness_constant() -> None:
     assert opencode.HARNESS == m.OPENCODE
+
+
+# ------------------------------------------------------------------------------ skim, fresh media and tools
+
+
+def test_skim_gives_plain_messages_only_id_role_and_times() -> None:
+    src = sample()
+    src.append({"info": {"id": "msg_05", "sessionID": "ses_A", "role": "user", "time": "late"}, "parts": []})
+    whole = opencode.decode(src)
+    part = opencode.decode(src, skim=5)
+    # the harness's compaction request and summary are always decoded whole, so is anything unusual
+    assert [x.blocks == y.blocks for x, y in zip(part, whole, strict=True)] == [True, True, False, False, True]
+    assert [(x.id, x.role, x.ordinal, x.created_at, x.completed_at, x.compaction) for x in part] == \
+           [(x.id, x.role, x.ordinal, x.created_at, x.completed_at, x.compaction) for x in whole]
+    assert (part[2].blocks, part[3].blocks, part[3].usage) == ([], [], None) and part[2].raw is src[2]
+    assert (part[3].role, part[3].created_at, part[3].completed_at) == (m.ASSISTANT, 3000, 3009)
+    assert (part[4].role, part[4].created_at) == (m.USER, None)
+    assert opencode.encode(opencode.decode(sample(), skim=1)) == sample()
+
+
+@pytest.mark.parametrize("item", [
+    "not an object", {"info": None, "parts": []}, {"info": {"id": "m", "role": "user"}},
+    {"info": {"id": 5, "role": "user"}, "parts": []}, {"info": {"id": "m", "role": "system"}, "parts": []},
+])
+def test_skim_leaves_unusual_messages_to_the_full_decode(item: object) -> None:
+    with pytest.raises(BadInput, match="opencode message 0"):
+        opencode.decode([item], skim=1)
+
+
+def test_skim_decodes_a_summary_or_a_compaction_request_whole() -> None:
+    summary = {"info": {"id": "s", "role": "assistant", "summary": True}, "parts": [part("p", "text", text="S")]}
+    request = {"info": {"id": "r", "role": "user"}, "parts": [part("q", "text", text="T"), part("c", "compaction")]}
+    # a skimmed message's parts are only looked through for a compaction part, never checked
+    plain = {"info": {"id": "u", "role": "user", "summary": False}, "parts": ["not a part", part("t", "text")]}
+    out = opencode.decode([summary, request, plain], skim=3)
+    assert [len(x.blocks) for x in out] == [1, 2, 0]
+    assert [x.compaction for x in out] == [m.COMPACTION_SUMMARY, m.COMPACTION_REQUEST, None]
+
+
+def test_render_file_parts_from_media() -> None:
+    blocks = [m.Block(m.MEDIA, media_type="image/png", meta={"url": "https://x/a.png", "filename": "a.png"}),
+              m.Block(m.MEDIA, media_type="image/gif", meta={"data": "R0lG"}),
+              m.Block(m.MEDIA, media_type=None, meta={"filename": 5}),
+              m.Block(m.MEDIA, media_type="application/pdf", meta={"url": 7, "data": "JVBE"})]
+    parts = opencode.encode([m.Message("u", m.USER, blocks)])[0]["parts"]
+    assert [{k: v for k, v in p.items() if k not in ("id", "sessionID", "messageID")} for p in parts] == [
+        {"type": "file", "mime": "image/png", "url": "https://x/a.png", "filename": "a.png"},
+        {"type": "file", "mime": "image/gif", "url": "data:image/gif;base64,R0lG"},
+        {"type": "file", "mime": "application/octet-stream", "url": ""},
+        {"type": "file", "mime": "application/pdf", "url": "data:application/pdf;base64,JVBE"}]
+    assert [p["messageID"] for p in parts] == ["u"] * 4
+
+
+def test_render_tool_states() -> None:
+    call = m.Block(m.TOOL_CALL, tool_id="c1", tool_name="bash", input=None)
+    failed = m.Block(m.TOOL_CALL, tool_id="c2", tool_name="bash", input={"command": "false"})
+    error = m.Block(m.TOOL_RESULT, text="exit 1", tool_id="c2", is_error=True)
+    out = opencode.encode([m.Message("a", m.ASSISTANT, [call, failed], created_at=77),
+                           m.Message("t", m.TOOL, [error])])
+    assert [p["state"] for p in out[0]["parts"]] == [
+        {"status": "pending", "input": {}, "raw": ""},
+        {"status": "error", "input": {"command": "false"}, "error": "exit 1", "time": {"start": 77, "end": 77}}]
+    undated = opencode.encode([m.Message("a", m.ASSISTANT, [failed]), m.Message("t", m.TOOL, [error])])
+    assert undated[0]["parts"][0]["state"]["time"] == {"start": 0, "end": 0}
+    done = m.Block(m.TOOL_RESULT, text="ok", tool_id="c2")
+    completed = opencode.encode([m.Message("a", m.ASSISTANT, [failed], created_at=5), m.Message("t", m.TOOL, [done])])
+    assert completed[0]["parts"][0]["state"] == {"status": "completed", "input": {"command": "false"}, "output": "ok",
+                                                 "title": "", "metadata": {}, "time": {"start": 5, "end": 5}}
+
+
+@pytest.mark.parametrize(("src", "message"), [
+    ({"info": {}}, "opencode input must be an array of {info, parts} (got dict)"),
+    ([None], "opencode message 0: `message` must be an object with info and parts (got NoneType)"),
+    ([{"info": [], "parts": []}], "opencode message 0: `info` must be an object (got list)"),
+    ([{"info": {"id": "m", "role": "user"}, "parts": "x"}], "opencode message 0: `parts` must be an array (got str)"),
+    ([{"info": {"id": 3, "role": "user"}, "parts": []}], "opencode message 0: `info.id` must be a string (got int)"),
+    ([{"info": {"id": "m", "role": "system"}, "parts": []}],
+     "opencode message 0: `info.role` must be \"user\" or \"assistant\" (got 'system')"),
+    ([{"info": {"id": "m", "role": "user"}, "parts": [part("p", "text", text="a"), 4.5]}],
+     "opencode message 0: `parts[1]` must be an object (got float)"),
+    ([{"info": {"id": "m", "role": "user"}, "parts": [{"type": 1}]}],
+     "opencode message 0: `parts[0].type` must be a string (got int)"),
+    ([{"info": {"id": "m", "role": "user"}, "parts": [part("p", "text", text=["a"])]}],
+     "opencode message 0: `parts[0].text` must be a string (got list)"),
+    ([{"info": {"id": "m", "role": "assistant"}, "parts": [tool("p", None, "bash", {})]}],
+     "opencode message 0: `parts[0].callID` must be a string (got NoneType)"),
+    ([{"info": {"id": "m", "role": "assistant"}, "parts": [tool("p", "c", 5, {})]}],
+     "opencode message 0: `parts[0].tool` must be a string (got int)"),
+    ([{"info": {"id": "m", "role": "assistant"}, "parts": [tool("p", "c", "bash", [])]}],
+     "opencode message 0: `parts[0].state` must be an object (got list)"),
+    ([{"info": {"id": "m", "role": "assistant"}, "parts": [tool("p", "c", "bash", {"status": 2})]}],
+     "opencode message 0: `parts[0].state.status` must be a string (got int)"),
+    ([{"info": {"id": "m", "role": "assistant"}, "parts": [tool("p", "c", "bash", {"status": "error", "error": 1})]}],
+     "opencode message 0: `parts[0].state.error` must be a string (got int)"),
+])
+def test_bad_shapes_say_exactly_what_was_found(src: object, message: str) -> None:
+    with pytest.raises(BadInput) as err:
+        opencode.decode(src)  # type: ignore[arg-type]
+    assert str(err.value) == message

@@ -337,3 +337,127 @@ def test_bad_shapes_name_the_index(src, needle: str) -> None:
 
 def test_harness_constant() -> None:
     assert pi.HARNESS == m.PI
+
+
+def _one(message: dict) -> list:
+    return [message]
+
+
+@pytest.mark.parametrize(("src", "message"), [
+    ({"messages": []}, "pi input must be an array of AgentMessage objects (got dict)"),
+    (["x"], "pi message 0: `message` must be an object (got str)"),
+    (_one({"role": 3}), "pi message 0: `role` must be a string (got int)"),
+    (_one({"role": "user", "content": 5}), "pi message 0: `content` must be a string or an array (got int)"),
+    (_one({"role": "assistant", "content": "text"}), "pi message 0: `content` must be an array (got str)"),
+    (_one({"role": "compactionSummary", "summary": None}), "pi message 0: `summary` must be a string (got NoneType)"),
+    (_one({"role": "user", "content": [{"type": "text", "text": "a"}, 7]}),
+     "pi message 0: `content[1]` must be an object (got int)"),
+    (_one({"role": "user", "content": [{"type": "text", "text": [1]}]}),
+     "pi message 0: `content[0].text` must be a string (got list)"),
+    (_one({"role": "assistant", "content": [{"type": "toolCall", "name": "x"}]}),
+     "pi message 0: `content[0].id` must be a string (got NoneType)"),
+    (_one({"role": "assistant", "content": [{"type": "toolCall", "id": "c", "name": 1.5}]}),
+     "pi message 0: `content[0].name` must be a string (got float)"),
+    (_one({"role": "toolResult", "content": []}), "pi message 0: `toolCallId` must be a string (got NoneType)"),
+    (_one({"role": "toolResult", "toolCallId": "c", "content": None}),
+     "pi message 0: `content` must be an array (got NoneType)"),
+    (_one({"role": "toolResult", "toolCallId": "c", "content": [{"type": "text", "text": False}]}),
+     "pi message 0: `content[0].text` must be a string (got bool)"),
+    (_one({"role": "bashExecution", "output": 3}), "pi message 0: `output` must be a string (got int)"),
+])
+def test_bad_shapes_say_exactly_what_was_found(src: object, message: str) -> None:
+    with pytest.raises(BadInput) as err:
+        pi.decode(src)  # type: ignore[arg-type]
+    assert str(err.value) == message
+
+
+def test_render_fresh_messages_exactly() -> None:
+    """Every fresh form: assistant fields and stop reason, signatures, call arguments, media, tool and summary turns."""
+    b = m.Block
+    assistant = m.Message("a", m.ASSISTANT, [
+        b(m.REASONING, text="r1", meta={"thinkingSignature": "tsig", "signature": "other"}),
+        b(m.REASONING, text="r2", meta={"signature": 5, "anthropic": {"signature": "nested"}, "redacted": True}),
+        b(m.REASONING, text="r3", meta=None),
+        b(m.REASONING, text="r4", meta={"signature": "asig", "anthropic": {"signature": "nested"}}),
+        b(m.TEXT, text="hello"),
+        b(m.TOOL_CALL, tool_id="c1", tool_name="read", input={"p": 1}),
+        b(m.TOOL_CALL, tool_id=None, tool_name=None, input=None),
+        b(m.TOOL_CALL, tool_id="c3", tool_name="x", input="raw args"),
+        b(m.OPAQUE),
+    ], created_at=42, provider="anthropic", model="claude", usage=m.Usage(10, 5, 100, 7))
+    plain = m.Message("b", m.ASSISTANT, [b(m.TEXT, text="done")])
+    tool = m.Message("t", m.TOOL, [b(m.TOOL_RESULT, text="out", tool_id="c1"), b(m.TEXT, text="extra")],
+                     created_at=43)
+    tool_text = m.Message("t2", m.TOOL, [b(m.TEXT, text="note")])
+    tool_nothing = m.Message("t3", m.TOOL, [b(m.OPAQUE)])
+    media = m.Message("u", m.USER, [
+        b(m.MEDIA, media_type="image/png", meta={"data": "AA", "url": "https://x"}),
+        b(m.MEDIA, media_type=None, meta={"url": "data:image/gif;base64,R0"}),
+        b(m.MEDIA, media_type="image/jpeg", meta={"url": "data:image/png;base64,QQ"}),
+        b(m.MEDIA, media_type=None, meta={"url": "https://x/a.pdf"}),
+        b(m.MEDIA, media_type="application/pdf", meta={"filename": "a.pdf", "url": "https://y"}),
+        b(m.MEDIA, media_type=None, meta=None),
+        b(m.MEDIA, media_type="image/png", meta={"url": "data:image/png,QQ"}),
+        b(m.MEDIA, media_type="image/png", meta={"url": "xdata:image/png;base64,QQ"}),
+    ], created_at=44)
+    branch = m.Message("s", m.USER, [b(m.TEXT, text="b1"), b(m.TEXT, text="b2")], compaction=m.BRANCH_SUMMARY,
+                       created_at=45)
+    compacted_result = m.Message("s2", m.USER, [b(m.TOOL_RESULT, text="r", tool_id="c3", tool_name="named",
+                                                  is_error=True)], compaction=m.COMPACTION_SUMMARY)
+    usage = {"input": 10, "output": 5, "cacheRead": 100, "cacheWrite": 7, "totalTokens": 122,
+             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+    no_usage = {**usage, "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0}
+    assert pi.encode([assistant, plain, tool, tool_text, tool_nothing, media, branch, compacted_result]) == [
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "r1", "thinkingSignature": "tsig"},
+            {"type": "thinking", "thinking": "r2", "thinkingSignature": "nested", "redacted": True},
+            {"type": "thinking", "thinking": "r3"},
+            {"type": "thinking", "thinking": "r4", "thinkingSignature": "asig"},
+            {"type": "text", "text": "hello"},
+            {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"p": 1}},
+            {"type": "toolCall", "id": "", "name": "unknown", "arguments": {}},
+            {"type": "toolCall", "id": "c3", "name": "x", "arguments": {"input": "raw args"}}],
+         "provider": "anthropic", "model": "claude", "usage": usage, "stopReason": "toolUse", "timestamp": 42},
+        {"role": "assistant", "content": [{"type": "text", "text": "done"}], "usage": no_usage, "stopReason": "stop",
+         "timestamp": 0},
+        {"role": "toolResult", "toolCallId": "c1", "toolName": "read",  # the name of the call it answers
+         "content": [{"type": "text", "text": "out"}, {"type": "text", "text": "extra"}], "isError": False,
+         "timestamp": 43},
+        {"role": "user", "content": [{"type": "text", "text": "note"}], "timestamp": 0},
+        {"role": "user", "content": [
+            {"type": "image", "data": "AA", "mimeType": "image/png"},
+            {"type": "image", "data": "R0", "mimeType": "image/gif"},
+            {"type": "image", "data": "QQ", "mimeType": "image/jpeg"},
+            {"type": "text", "text": "[attachment: https://x/a.pdf]"},
+            {"type": "text", "text": "[attachment: a.pdf]"},
+            {"type": "text", "text": "[attachment: application/octet-stream]"},
+            {"type": "text", "text": "[attachment: data:image/png,QQ]"},
+            {"type": "text", "text": "[attachment: xdata:image/png;base64,QQ]"}], "timestamp": 44},
+        {"role": "branchSummary", "summary": "b1\nb2", "fromId": "", "timestamp": 45},
+        {"role": "toolResult", "toolCallId": "c3", "toolName": "named", "content": [{"type": "text", "text": "r"}],
+         "isError": True, "timestamp": 0},
+    ]
+
+
+def test_a_result_without_text_parts_gets_its_new_text_first() -> None:
+    image = {"type": "image", "data": "AA", "mimeType": "image/png"}
+    msgs = pi.decode([{"role": "toolResult", "toolCallId": "c", "toolName": "shot", "content": [image],
+                       "isError": False, "timestamp": 1}])
+    msgs[0].blocks[0].text = "[dropped §4§]"
+    assert pi.encode(msgs)[0]["content"] == [{"type": "text", "text": "[dropped §4§]"}, image]
+
+
+def test_render_summary_unnamed_result_and_malformed_data_url() -> None:
+    b = m.Block
+    summary = m.Message("s", m.USER, [b(m.TEXT, text="goal"), b(m.TEXT, text="state")], compaction=m.COMPACTION_SUMMARY,
+                        created_at=9)
+    unnamed = m.Message("t", m.TOOL, [b(m.TOOL_RESULT, text="x", tool_id=None)])
+    twice = {"url": "data:image/png;base64,QQ;base64,Qg"}
+    media = m.Message("u", m.USER, [b(m.MEDIA, media_type="image/png", meta=twice)])
+    assert pi.encode([summary, unnamed, media]) == [
+        {"role": "compactionSummary", "summary": "goal\nstate", "tokensBefore": 0, "timestamp": 9},
+        {"role": "toolResult", "toolCallId": "", "toolName": "", "content": [{"type": "text", "text": "x"}],
+         "isError": False, "timestamp": 0},
+        # the payload after the first ";base64," is passed on as it is (never repaired)
+        {"role": "user", "content": [{"type": "image", "data": "QQ;base64,Qg", "mimeType": "image/png"}],
+         "timestamp": 0}]
