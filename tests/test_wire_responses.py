@@ -395,3 +395,24 @@ def test_tool_names() -> None:
              {"type": "custom", "name": "apply_patch"}]
     assert responses.tool_names(tools) == ["exec_command", "mcp__magic-context__ctx_reduce", "apply_patch"]
     assert responses.tool_names(None) == []
+
+
+@pytest.mark.parametrize(("items", "message"), [
+    ("x", "openai-responses input: expected an array of items, got string"),
+    ([{"type": "message", "role": "developer", "content": 5}],
+     "openai-responses input[0].content: expected a string or an array of parts, got number"),
+    ([{"type": "message", "role": "system", "content": [{"type": "input_text", "text": 1}]}],
+     "openai-responses input[0].content[0].text: expected a string, got number"),
+])
+def test_system_texts_bad_shapes_say_exactly_what_was_found(items: object, message: str) -> None:
+    with pytest.raises(BadInput) as err:
+        responses.system_texts(items)
+    assert str(err.value) == message
+
+
+def test_system_texts_empty_content_and_tool_names_of_a_non_namespace_with_tools() -> None:
+    assert responses.system_texts([{"type": "message", "role": "developer", "content": None},
+                                   {"type": "message", "role": "system", "content": ""}]) == ["", ""]
+    tools = [{"type": "function", "name": "f", "tools": [{"name": "x"}]},
+             {"type": "namespace", "name": "ns", "tools": [{"name": "a"}, "junk", {"name": 3}]}]
+    assert responses.tool_names(tools) == ["f", "ns__a"]
