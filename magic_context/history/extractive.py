@@ -130,7 +130,6 @@ class _Work:
     notes: list[str]
     named: list[str]  # other files named: typed by the person, operands of commands, then named by the agent
 
-
     @classmethod
     def of(cls, digests: Sequence[Digest]) -> _Work:
         reads: list[str] = []

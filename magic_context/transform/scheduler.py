@@ -152,7 +152,7 @@ AUTONOMOUS_PROTECTED_TAGS: Final = 5
 
 def default_protected_tags(harness: str) -> int:
     """The protected tag count for `harness` when the config sets none (see DEFAULT_PROTECTED_TAGS)."""
-    return AUTONOMOUS_PROTECTED_TAGS if harness in AUTONOMOUS_HARNESSES else DEFAULT_PROTECTED_TAGS
+    return AUTONOMOUS_PROTECTED_TAGS if autonomous(harness) else DEFAULT_PROTECTED_TAGS
 
 
 def threshold_percent(percent: float, tokens_threshold: int | None, limit: int) -> float:
