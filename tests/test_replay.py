@@ -158,6 +158,41 @@ def test_an_instruction_quoted_in_the_escaped_history_block_is_retained() -> Non
     assert anchors.retention([literal, later], [shown, later]).counts["instructions"] == (1, 1)
 
 
+
+@pytest.mark.parametrize("command", [
+    "ruff check --fix \\\napp/models.py",  # a backslash-newline line continuation, the path at the line's start
+    "cat > notes.md <<'EOF'\n\napp/models.py (2400+ lines)\nEOF",  # written content, the path after a blank line
+    "printf 'done\\napp/models.py\\tok'",  # escapes written in the command itself
+    "echo -e '\\x1bapp/models.py\\u001b'",
+])
+def test_a_path_after_an_escape_in_a_tool_call_is_anchored_as_the_path(command: str) -> None:
+    """A path that follows a newline or a written backslash escape in a tool call's arguments is the anchor
+    `app/models.py`, which a summary naming the file retains (it used to be keyed `napp/models.py`,
+    `tapp/...`: glued to the escape's letter, unmatchable by any served text, for mc and native alike)."""
+    call = m.Message("a", m.ASSISTANT, [m.Block(m.TOOL_CALL, tool_id="c1", tool_name="bash",
+                                                input={"command": command, "timeout": 30})])
+    later = m.Message("z", m.USER, [m.Block(m.TEXT, "ok")])
+    head = m.Message("h", m.USER, [m.Block(m.TEXT, "<session-history>edited app/models.py</session-history>")])
+    assert anchors.retention([call, later], [head, later]).counts["paths"] == (1, 1)
+    assert anchors.Retention().measure([call, later], [head, later]).counts["paths"] == (1, 1)
+
+
+def test_the_recorded_path_after_a_newline_is_anchored_as_the_path() -> None:
+    """The case bench/results.md noted: in pi_before-compaction a written file lists `tui/tui-renderer.ts`
+    after a blank line; its anchor is that path, and no tool call of the session yields a path glued to a
+    JSON escape's letter."""
+    rep = passes.prepare(load_session(SESSIONS / "pi_before-compaction.jsonl"))
+    found: set[str] = set()
+    calls = 0
+    for msg in rep.canon:
+        for block in msg.blocks:
+            if block.kind == m.TOOL_CALL:
+                calls += 1
+                found |= anchors._block_anchors(msg, block).get("paths", set())
+    assert calls > 50 and "tui/tui-renderer.ts" in found
+    assert "ntui/tui-renderer.ts" not in found
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("name", "window"), [
     ("pi_large-session.jsonl", 60_000),

@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 import json
 
+import pytest
+
 from magic_context.store import db, responses
 from magic_context.transform import hook
 from magic_context.wire import model as m
@@ -93,3 +95,22 @@ def test_record_for_an_unknown_session_writes_nothing() -> None:
         assert conn.execute("SELECT count(*) FROM response_usage").fetchone()[0] == 0
     finally:
         conn.close()
+
+
+
+@pytest.mark.parametrize("summary", [None, "Summary: the README says hello."])
+def test_record_is_not_applied_after_the_harness_compacted_up_to_the_prompts_last_message(summary: str | None) -> None:
+    """The boundary of the rewrite rule: a harness compaction that keeps exactly the prompt's last message (the
+    view now starts at the recorded prompt ordinal, with or without the harness's summary in front) dropped
+    history the provider counted, so the recorded usage would over-count the new prompt: it is not used. (With a
+    summary in front the answer takes a fresh ordinal after it, so the pairing check already refused the usage;
+    without one only the compaction divergence tells.)"""
+    opening = [{"role": "user", "content": "read the README"}, {"role": "assistant", "content": "It says hello."},
+               {"role": "user", "content": "and the LICENSE?"}]
+    served = _pass(_body(opening))
+    assert served.prompt_ordinal == 2
+    _record(served)
+    front = [] if summary is None else [{"role": "user", "content": summary}]
+    after = _pass(_body([*front, opening[2], ANSWER, NEXT]))
+    assert after.report["usage_source"] == "estimate"
+    assert after.report["usage_tokens"] < 1_000  # not the 41,800 the provider counted for the whole history

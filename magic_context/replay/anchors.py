@@ -1,10 +1,13 @@
-"""Anchor retention: do the facts of history mc folded or dropped stay visible in what it serves?
+r"""Anchor retention: do the facts of history mc folded or dropped stay visible in what it serves?
 
 Anchors are taken from the history blocks mc no longer serves verbatim (a block counts as served
 verbatim when the same text, `§N§` tags aside, is in the final request):
 * file paths (with a directory part and an extension) named in user or assistant text and in tool
   call arguments (tool outputs such as `ls` or `grep` listings are left out: they name files nobody
-  acted on), keyed by their last two components so `/repo/a/b.py` and `a/b.py` are one anchor;
+  acted on), keyed by their last two components so `/repo/a/b.py` and `a/b.py` are one anchor. Tool
+  arguments are read as their strings, not their JSON text (whose `\n` would glue `n` to a path on a
+  new line), and a backslash escape written in a command (`printf 'x\nsrc/a.py'`, a `\` line
+  continuation) separates words like whitespace, so the anchor is the path itself;
 * commit hashes from git output anywhere (`commit <sha>`, `[branch <sha>]`, `git log --oneline` lines);
 * user instructions: user-typed text of 20 characters or more, keyed by its first 80 characters
   (case and whitespace folded).
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Final
 
 from magic_context.records import Factory, record
@@ -32,6 +36,7 @@ _COMMITS = (
     re.compile(r"^([0-9a-f]{7,12}) \S", re.MULTILINE),
 )
 _SPACE = re.compile(r"\s+")
+_ESCAPE = re.compile(r"\\(?:[nrtfvb0]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})")  # `\n`, `\x1b`, `\u001b` as written
 MIN_INSTRUCTION: Final = 20
 INSTRUCTION_KEY: Final = 80
 KINDS: Final = ("paths", "commits", "instructions")
@@ -79,8 +84,25 @@ def _block_key(block: m.Block) -> str:
     return block.kind + "\x1f" + _untag(block.text)
 
 
+def _strings(value: object) -> Iterator[str]:
+    """The strings of a tool call's arguments (keys included), as written: no JSON escapes."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+    elif value is not None and not isinstance(value, bool | int | float):
+        yield str(value)
+
+
 def _paths(text: str) -> set[str]:
     text = _URL.sub(" ", text)
+    if "\\" in text:
+        text = _ESCAPE.sub(" ", text)
     keys = set()
     for match in _PATH.finditer(text):
         parts = [p for p in match.group(0).split("/") if p and p not in (".", "..")]
@@ -117,7 +139,7 @@ def _block_anchors(msg: m.Message, block: m.Block) -> dict[str, set[str]]:
     if block.kind in (m.MEDIA, m.OPAQUE):
         return out
     if block.kind == m.TOOL_CALL:
-        out["paths"] = _paths(json.dumps(block.input, ensure_ascii=False, default=str))
+        out["paths"] = _paths("\n".join(_strings(block.input)))
         return out
     text = block.text
     out["commits"] = _commits(text)

@@ -119,8 +119,9 @@ def _recorded_usage(conn: sqlite3.Connection, pk: int, messages: list[m.Message]
     if messages[index - 1].ordinal != prompt_ordinal or messages[index].ordinal != prompt_ordinal + 1:
         return None
     # A rewrite of the prompt's last message alone (e.g. a client moving its cache breakpoint) keeps the
-    # figures; anything rewritten before it means the provider counted a different prompt.
-    if any(at < prompt_ordinal for _reason, at in divergences):
+    # figures; anything rewritten before it means the provider counted a different prompt, and so does a
+    # harness compaction, even one whose view starts at the prompt's last message (it dropped all before it).
+    if any(at < prompt_ordinal or reason == raw_store.COMPACTED for reason, at in divergences):
         return None
     return usage
 
