@@ -236,3 +236,21 @@ def test_drain_pending_lands_queued_drops_outside_the_protected_window(conn) -> 
     assert done == [2, 3, 5]  # 1 and 9 are not in this request and 4 is protected: they stay queued
     drops, done = pipeline._drain_pending(conn, pk, sites, 4, True)  # a forced pass lands protected ones too
     assert [d.site.tag.number for d in drops] == [3, 4, 5] and done == [2, 3, 4, 5]
+
+
+def test_a_pairing_repair_cannot_fix_is_refused_with_its_first_problem() -> None:
+    """An orphan is removed, but a tool_result inside an assistant message stays invalid: BadInput, never exit 0."""
+    import pytest
+
+    from magic_context.errors import BadInput
+
+    messages = [m.Message("a", m.ASSISTANT, [m.Block(m.TOOL_RESULT, text="r", tool_id="x")]),
+                m.Message("u", m.USER, [m.Block(m.TOOL_RESULT, text="o", tool_id="orphan"),
+                                        m.Block(m.TEXT, text="hi")])]
+    warnings: list[str] = []
+    with pytest.raises(BadInput) as caught:
+        pipeline._repair_pairing(messages, [5, 7], m.ANTHROPIC, warnings)
+    assert caught.value.message == ("the input's tool pairing cannot be repaired: "
+                                    "message 0: an assistant message carries tool_result blocks")
+    assert caught.value.fix == "every tool call must be answered by its result right after it"
+    assert warnings == []
