@@ -236,3 +236,50 @@ def test_drain_pending_lands_queued_drops_outside_the_protected_window(conn) -> 
     assert done == [2, 3, 5]  # 1 and 9 are not in this request and 4 is protected: they stay queued
     drops, done = pipeline._drain_pending(conn, pk, sites, 4, True)  # a forced pass lands protected ones too
     assert [d.site.tag.number for d in drops] == [3, 4, 5] and done == [2, 3, 4, 5]
+
+
+def test_a_pairing_repair_cannot_fix_is_refused_with_its_first_problem() -> None:
+    """An orphan is removed, but a tool_result inside an assistant message stays invalid: BadInput, never exit 0."""
+    import pytest
+
+    from magic_context.errors import BadInput
+
+    messages = [m.Message("a", m.ASSISTANT, [m.Block(m.TOOL_RESULT, text="r", tool_id="x")]),
+                m.Message("u", m.USER, [m.Block(m.TOOL_RESULT, text="o", tool_id="orphan"),
+                                        m.Block(m.TEXT, text="hi")])]
+    warnings: list[str] = []
+    with pytest.raises(BadInput) as caught:
+        pipeline._repair_pairing(messages, [5, 7], m.ANTHROPIC, warnings)
+    assert caught.value.message == ("the input's tool pairing cannot be repaired: "
+                                    "message 0: an assistant message carries tool_result blocks")
+    assert caught.value.fix == "every tool call must be answered by its result right after it"
+    assert warnings == []
+
+
+def test_recorded_usage_is_only_for_the_reply_right_after_its_prompt_and_an_unrewritten_history() -> None:
+    from magic_context.store import db
+    from magic_context.store import raw as raw_store
+    from magic_context.store import responses as response_store
+
+    conn = db.open_db()
+    try:
+        pk = raw_store.ensure_session(conn, m.ANTHROPIC, "rec", project_id="p", project_dir="/tmp", now_ms=1)
+        usage = m.Usage(10, 5, 90, 0)
+        assert pipeline._recorded_usage(conn, pk, [msg(m.USER, 0), msg(m.ASSISTANT, 1)], 1, []) is None  # none yet
+        assert response_store.record(conn, m.ANTHROPIC, "rec", 1, usage, now_ms=2)  # prompt ended at ordinal 1
+
+        def recorded(ordinals: list[int], divergences: list[tuple[str, int]]) -> m.Usage | None:
+            messages = [msg(m.ASSISTANT if i == len(ordinals) - 1 else m.USER, o) for i, o in enumerate(ordinals)]
+            return pipeline._recorded_usage(conn, pk, messages, len(ordinals) - 1, divergences)
+
+        assert recorded([0, 1, 2], []) == usage
+        assert recorded([2], []) is None  # the reply opens the view: nothing shows it follows the prompt
+        wrapped = [msg(m.ASSISTANT, 2), msg(m.USER, 1)]  # index 0 must not read messages[-1] as its prompt
+        assert pipeline._recorded_usage(conn, pk, wrapped, 0, []) is None
+        assert recorded([0, 1, 5], []) is None  # the prompt's last message, but the reply is not the next one
+        assert recorded([0, 3, 2], []) is None  # the next ordinal, but not after the prompt's last message
+        assert recorded([0, 1, 2], [(raw_store.EDITED, 1)]) == usage  # the prompt's last message alone rewritten
+        assert recorded([0, 1, 2], [(raw_store.EDITED, 0)]) is None  # rewritten before it: another prompt
+        assert recorded([0, 1, 2], [(raw_store.COMPACTED, 1)]) is None  # any harness compaction
+    finally:
+        conn.close()

@@ -229,3 +229,43 @@ def test_a_dry_run_serves_the_pass_and_stores_nothing() -> None:
         assert sessions.lookup_session(conn, "anthropic", "passes") is None
     finally:
         conn.close()
+
+
+def test_a_read_only_pass_on_an_old_schema_is_refused_and_migrates_nothing() -> None:
+    """Last known good never waits on a migration: an older schema is SchemaOutdated, left as it is."""
+    import sqlite3
+
+    from magic_context import paths
+    from magic_context.errors import SchemaOutdated
+    from magic_context.store import db
+    from magic_context.transform import pipeline, protocol
+
+    serve(envelope([U1], NOW))
+    conn = sqlite3.connect(paths.db_file())
+    conn.execute(f"PRAGMA user_version={db.SCHEMA_VERSION - 1}")
+    conn.close()
+    with pytest.raises(SchemaOutdated) as caught:
+        pipeline.run(protocol.read_input(envelope([U1], NOW + 1000), {}), readonly=True)
+    assert caught.value.message == f"database schema version {db.SCHEMA_VERSION - 1} is older than {db.SCHEMA_VERSION}"
+    conn = sqlite3.connect(paths.db_file())
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION - 1
+    finally:
+        conn.close()
+
+
+def test_an_sqlite_error_during_a_pass_is_a_storage_error_that_names_it() -> None:
+    import sqlite3
+
+    from magic_context import paths
+    from magic_context.errors import StorageUnavailable
+    from magic_context.transform import pipeline, protocol
+
+    serve(envelope([U1], NOW))
+    conn = sqlite3.connect(paths.db_file())
+    conn.execute("DROP TABLE sessions")
+    conn.close()
+    with pytest.raises(StorageUnavailable) as caught:
+        pipeline.run(protocol.read_input(envelope([U1], NOW + 1000), {}))
+    assert caught.value.message == "database error: no such table: sessions"
+    assert caught.value.fix == "run `mc doctor` to diagnose"

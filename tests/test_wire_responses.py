@@ -371,6 +371,22 @@ def test_render_anthropic_style_user_turn_of_results() -> None:
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "next"}]}]
 
 
+def test_render_fresh_calls_without_name_or_id_and_reasoning_without_summary() -> None:
+    """A fresh call with no name is sent as "unknown", no id as "", a custom call's parsed input as JSON."""
+    msgs = [m.Message("a", m.ASSISTANT, [
+        m.Block(m.REASONING, text="", meta={"encrypted_content": "enc"}),
+        m.Block(m.REASONING, text="", meta={"encrypted_content": "enc2", "summary": "not a list"}),
+        m.Block(m.TOOL_CALL, tool_id=None, tool_name=None, input={"patch": "x"}, meta={"type": "custom_tool_call"}),
+        m.Block(m.TOOL_CALL, tool_id="c2", tool_name="apply_patch", input=None, meta={"type": "custom_tool_call"}),
+        m.Block(m.TOOL_CALL, tool_id=None, tool_name=None, input={})])]
+    assert responses.encode(msgs) == [
+        {"type": "reasoning", "summary": [], "encrypted_content": "enc"},
+        {"type": "reasoning", "summary": [], "encrypted_content": "enc2"},
+        {"type": "custom_tool_call", "call_id": "", "name": "unknown", "input": "{\"patch\":\"x\"}"},
+        {"type": "custom_tool_call", "call_id": "c2", "name": "apply_patch", "input": "{}"},
+        {"type": "function_call", "call_id": "", "name": "unknown", "arguments": "{}"}]
+
+
 # ---------------------------------------------------------------- system, tools
 
 
