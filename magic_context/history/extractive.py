@@ -290,12 +290,12 @@ def _work_title(work: _Work) -> str:
 
 def _outcome(work: _Work) -> str:
     """p3's account of the work, naming its files in their two-part form within `P3_FILE_CHARS`."""
-    others = files.listing([*work.reads, *work.named], P3_FILE_CHARS)
     if work.edits:
         edited = files.listing([p for p, _ in work.edits.most_common()], P3_FILE_CHARS)
         also = files.listing([*work.reads, *work.named], P3_FILE_CHARS // 2)
         return f"edited {len(work.edits)} file{'s' if len(work.edits) != 1 else ''} ({edited})" + \
             (f"; looked at {also}" if also else "")
+    others = files.listing([*work.reads, *work.named], P3_FILE_CHARS)
     if work.commands:
         return f"ran {len(work.commands)} command{'s' if len(work.commands) != 1 else ''}" + \
             (f" on {others}" if others else "")
