@@ -12,13 +12,16 @@
 # score and the time; the survivors' diffs go to $OUT/<module>.survivors.txt.
 #
 # Environment: OUT (results, default bench/results/mutation), MODULE_TIMEOUT_S (stop a module after this many
-# seconds and report what was checked; default 1200), KEEP_SCRATCH=1 (keep the scratch copy for `mutmut browse`).
+# seconds and report what was checked; default 1200), KEEP_SCRATCH=1 (keep the scratch copy for `mutmut browse`),
+# MC_HYPOTHESIS_SCALE (examples drawn by the codec and heuristics property tests, as a share of their full figure;
+# default 0.1 here, 1 elsewhere: tests/hypothesis_budget.py).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$REPO/bench/results/mutation}
 MODULE_TIMEOUT_S=${MODULE_TIMEOUT_S:-1200}
 MUTMUT=${MUTMUT:-mutmut}
+export MC_HYPOTHESIS_SCALE=${MC_HYPOTHESIS_SCALE:-0.1}
 # module (under magic_context/) -> the fast tests that exercise it
 declare -A TESTS=(
   [config/trust.py]="tests/test_config_trust.py tests/test_config.py"

@@ -7,6 +7,7 @@ import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from magic_context.transform import heuristics, tagger
 from magic_context.transform.heuristics import Drop
@@ -317,7 +318,7 @@ STEPS = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(steps=st.lists(STEPS, min_size=1, max_size=40), count=st.integers(1, 30), max_age=st.integers(1, 40),
        predropped=st.sets(st.integers(0, 60), max_size=8))
 def test_property_no_lane_ever_touches_the_newest_protected_tags(steps, count, max_age, predropped) -> None:

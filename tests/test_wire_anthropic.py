@@ -12,6 +12,7 @@ import pytest
 from captured_requests import bodies
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from magic_context.errors import BadInput
 from magic_context.wire import anthropic
@@ -195,7 +196,7 @@ _message = st.fixed_dictionaries(
     optional={"id": _text, "usage": _object},
 )
 _conversation = st.lists(_message, max_size=6)
-_settings = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_settings = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_settings

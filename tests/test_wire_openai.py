@@ -10,6 +10,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from magic_context.errors import BadInput
 from magic_context.wire import anthropic as anthropic_codec
@@ -161,7 +162,7 @@ _message = st.one_of(
                                                        max_size=3)}, optional=_extra),
 )
 _conversation = st.lists(_message, max_size=6)
-_settings = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_settings = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_settings

@@ -6,6 +6,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from magic_context.errors import BadInput
 from magic_context.wire import model as m
@@ -179,14 +180,14 @@ opencode_messages = st.lists(st.builds(lambda i, p: {"info": i, "parts": p}, inf
                              max_size=6)
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(opencode_messages)
 def test_round_trip_generated(src: list) -> None:
     before = orjson.dumps(src)
     assert orjson.dumps(opencode.encode(opencode.decode(src))) == before
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), suppress_health_check=[HealthCheck.too_slow])
 @given(opencode_messages)
 def test_prefixed_texts_read_back(src: list) -> None:
     msgs = opencode.decode(src)

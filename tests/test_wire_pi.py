@@ -6,6 +6,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from magic_context.errors import BadInput
 from magic_context.wire import model as m
@@ -159,7 +160,7 @@ pi_message = st.one_of(
 )
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(pi_message, max_size=8))
 def test_round_trip_generated(src: list) -> None:
     before = orjson.dumps(src)
@@ -170,7 +171,7 @@ def visible(msgs: list[m.Message]) -> list[tuple[str, str]]:
     return [(b.kind, b.text) for x in msgs for b in x.blocks if b.kind in (m.TEXT, m.TOOL_RESULT)]
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(pi_message, max_size=8), st.booleans())
 def test_edited_texts_read_back(src: list, replace: bool) -> None:
     msgs = pi.decode(src)

@@ -11,6 +11,7 @@ from captured_requests import REQUESTS, bodies
 from conftest import SESSIONS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from magic_context.errors import BadInput
 from magic_context.wire import arcs, responses
@@ -195,7 +196,7 @@ _items = st.one_of(
     st.fixed_dictionaries({"type": st.sampled_from(["web_search_call", "local_shell_call_output", "mystery"]),
                            "payload": _json}),
 )
-_settings = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_settings = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_settings
