@@ -489,3 +489,102 @@ def test_bad_shapes_say_exactly_what_was_found(src: object, message: str) -> Non
     with pytest.raises(BadInput) as err:
         opencode.decode(src)  # type: ignore[arg-type]
     assert str(err.value) == message
+
+
+def test_render_fresh_messages_exactly() -> None:
+    """Every field of fresh messages and parts: times, provider, tokens, summary mark, reasoning, tool names."""
+    b = m.Block
+    summary = m.Message("s", m.ASSISTANT, [
+        b(m.REASONING, text="r1", meta={"anthropic": {"signature": "sig"}}),  # OpenCode's provider-keyed shape
+        b(m.REASONING, text="r2", meta={"signature": "flat"}),  # another format's: not sent as metadata
+        b(m.TEXT, text="sum"),
+    ], created_at=10, completed_at=20, provider="anthropic", model="claude", usage=m.Usage(1, 2, 3, 4),
+        compaction=m.COMPACTION_SUMMARY)
+    asst = m.Message("a", m.ASSISTANT, [
+        b(m.REASONING, text="r3"),
+        b(m.TOOL_CALL, tool_id=None, tool_name=None, input={"x": 1}),  # named by its result, no id
+        b(m.TOOL_CALL, tool_id="c2", tool_name=None),  # unnamed and unanswered
+    ])
+    tool = m.Message("t", m.TOOL, [b(m.TOOL_RESULT, text="out", tool_id=None, tool_name="read"),
+                                   b(m.TEXT, text="note")])
+    user = m.Message("u", m.USER, [b(m.TEXT, text="plain"), b(m.TOOL_RESULT, text="lost", tool_id="zz"),
+                                   b(m.TEXT, text="hook", synthetic=True)])
+    out = opencode.encode([summary, asst, tool, user])
+    ses = {"sessionID": opencode.DEFAULT_SESSION}
+    assert out == [
+        {"info": {"id": "s", **ses, "role": "assistant", "time": {"created": 10, "completed": 20},
+                  "providerID": "anthropic", "modelID": "claude",
+                  "tokens": {"input": 1, "output": 2, "reasoning": 0, "cache": {"read": 3, "write": 4}},
+                  "summary": True},
+         "parts": [
+             {"id": "prt_mc19a289a031430000", **ses, "messageID": "s", "type": "reasoning", "text": "r1",
+              "time": {"start": 10}, "metadata": {"anthropic": {"signature": "sig"}}},
+             {"id": "prt_mc19a289a031430001", **ses, "messageID": "s", "type": "reasoning", "text": "r2",
+              "time": {"start": 10}},
+             {"id": "prt_mc19a289a031430002", **ses, "messageID": "s", "type": "text", "text": "sum"}]},
+        {"info": {"id": "a", **ses, "role": "assistant", "time": {"created": 0}},
+         "parts": [
+             {"id": "prt_mccfe4e5ecd1b90000", **ses, "messageID": "a", "type": "reasoning", "text": "r3",
+              "time": {"start": 0}},
+             {"id": "prt_mccfe4e5ecd1b90001", **ses, "messageID": "a", "type": "tool", "callID": "", "tool": "read",
+              "state": {"status": "completed", "input": {"x": 1}, "output": "out", "title": "", "metadata": {},
+                        "time": {"start": 0, "end": 0}}},
+             {"id": "prt_mccfe4e5ecd1b90002", **ses, "messageID": "a", "type": "tool", "callID": "c2",
+              "tool": "unknown", "state": {"status": "pending", "input": {}, "raw": ""}}]},
+        {"info": {"id": "t", **ses, "role": "user", "time": {"created": 0}},  # its result went into the call
+         "parts": [{"id": "prt_mcb4ec0dc38c4a0000", **ses, "messageID": "t", "type": "text", "text": "note"}]},
+        {"info": {"id": "u", **ses, "role": "user", "time": {"created": 0}},
+         "parts": [
+             {"id": "prt_mc4f1c57432fcf0000", **ses, "messageID": "u", "type": "text", "text": "plain"},
+             {"id": "prt_mc4f1c57432fcf0001", **ses, "messageID": "u", "type": "text", "text": "lost",
+              "synthetic": True},
+             {"id": "prt_mc4f1c57432fcf0002", **ses, "messageID": "u", "type": "text", "text": "hook",
+              "synthetic": True}]},
+    ]
+
+
+def test_fresh_blocks_in_an_existing_message_render_in_place() -> None:
+    """Fresh blocks among a message's own parts: rendered where they stand, under the message's wire id and session
+    (the default when the message names none); a fresh result answering a fresh call goes into the call's part."""
+    own = {"info": {"id": "msg_w", "role": "assistant"},
+           "parts": [part("prt_1", "text", text="old"), part("prt_2", "text", text="kept", state={"x": 1})]}
+    (msg,) = opencode.decode([own])
+    first, second = msg.blocks
+    second.text = "§1§ kept"  # a text part that happens to carry a `state` object is still written back as text
+    msg.id = "renamed"  # the parts name the message the harness knows
+    msg.blocks = [m.Block(m.TOOL_CALL, tool_id="c1", tool_name="read", input={}),
+                  m.Block(m.TOOL_RESULT, text="done", tool_id="c1"), first, m.Block(m.TEXT, text="tail"), second]
+    (out,) = opencode.encode([msg])
+    wire = {"sessionID": opencode.DEFAULT_SESSION, "messageID": "msg_w"}
+    prefix = "prt_mc13c7ce8a4204"
+    assert out["parts"] == [
+        {"id": prefix + "0000", **wire, "type": "tool", "callID": "c1", "tool": "read",
+         "state": {"status": "completed", "input": {}, "output": "done", "title": "", "metadata": {},
+                   "time": {"start": 0, "end": 0}}},
+        part("prt_1", "text", text="old"),
+        {"id": prefix + "0002", **wire, "type": "text", "text": "tail"},
+        part("prt_2", "text", text="§1§ kept", state={"x": 1})]
+
+
+def test_a_fresh_result_never_joins_an_existing_open_tool_part() -> None:
+    """Only fresh calls take fresh results: an existing part keeps its own state, so a fresh result answering its
+    call id travels as text in its own message (were it paired, the part would not show it and it would be lost)."""
+    own = {"info": {"id": "msg_a", "sessionID": "ses_A", "role": "assistant"},
+           "parts": [tool("prt_1", "c1", "bash", {"status": "pending", "input": {}, "raw": ""})]}
+    msgs = [*opencode.decode([own]), m.Message("t", m.TOOL, [m.Block(m.TOOL_RESULT, text="late", tool_id="c1")])]
+    out = opencode.encode(msgs)
+    assert [x["info"]["id"] for x in out] == ["msg_a", "t"]
+    assert out[0]["parts"] == [tool("prt_1", "c1", "bash", {"status": "pending", "input": {}, "raw": ""})]
+    assert [(p["type"], p["text"], p["synthetic"]) for p in out[1]["parts"]] == [("text", "late", True)]
+
+
+def test_another_formats_blocks_pair_like_fresh_ones() -> None:
+    """Blocks decoded from another format keep that format's objects as raw: they are still fresh here, so a
+    result joins its call's tool part."""
+    src = [{"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "read", "arguments": {"p": 1}}],
+            "timestamp": 5},
+           {"role": "toolResult", "toolCallId": "c1", "toolName": "read", "content": [{"type": "text", "text": "ok"}],
+            "isError": False, "timestamp": 6}]
+    out = opencode.encode(pi.decode(src))
+    assert len(out) == 1 and [(p["type"], p["callID"], p["state"]["status"], p["state"]["output"])
+                              for p in out[0]["parts"]] == [("tool", "c1", "completed", "ok")]
