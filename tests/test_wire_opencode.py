@@ -588,3 +588,76 @@ def test_another_formats_blocks_pair_like_fresh_ones() -> None:
     out = opencode.encode(pi.decode(src))
     assert len(out) == 1 and [(p["type"], p["callID"], p["state"]["status"], p["state"]["output"])
                               for p in out[0]["parts"]] == [("tool", "c1", "completed", "ok")]
+
+
+def test_decode_tool_parts_exactly() -> None:
+    """Every field of a tool part's two blocks: the result carries the call's name, a pruned output its
+    `compacted` time (and nothing else does); an ended state without its field reads as ""; metadata only if an
+    object."""
+    t = {"start": 1, "end": 2}
+    msg = {"info": {"id": "m", "role": "assistant"}, "parts": [
+        tool("p1", "c1", "read", {"status": "completed", "input": {"f": 1}, "output": "ok", "time": t}),
+        tool("p2", "c2", "bash", {"status": "completed", "output": "long", "time": {**t, "compacted": 9}}),
+        tool("p3", "c3", "bash", {"status": "error", "time": t}, metadata="not an object"),
+        tool("p4", "c4", "edit", {"status": "completed"}, metadata={"k": 1}),
+    ]}
+    (decoded,) = opencode.decode([msg])
+    fields = [(b.kind, b.key, b.tool_id, b.tool_name, b.input, b.text, b.original, b.is_error, b.meta)
+              for b in decoded.blocks]
+    cleared = opencode.CLEARED_OUTPUT
+    assert fields == [
+        (m.TOOL_CALL, "p1", "c1", "read", {"f": 1}, "", None, False, None),
+        (m.TOOL_RESULT, "p1:out", "c1", "read", None, "ok", "ok", False, None),
+        (m.TOOL_CALL, "p2", "c2", "bash", None, "", None, False, None),
+        (m.TOOL_RESULT, "p2:out", "c2", "bash", None, cleared, cleared, False, {"compacted": 9}),
+        (m.TOOL_CALL, "p3", "c3", "bash", None, "", None, False, None),
+        (m.TOOL_RESULT, "p3:out", "c3", "bash", None, "", "", True, None),
+        (m.TOOL_CALL, "p4", "c4", "edit", None, "", None, False, {"k": 1}),
+        (m.TOOL_RESULT, "p4:out", "c4", "edit", None, "", "", False, None)]
+    with pytest.raises(BadInput, match=r"`parts\[0\].callID` must be a string \(got int\)$"):
+        opencode.decode([{"info": {"id": "m", "role": "assistant"}, "parts": [tool("p", 5, "bash", {})]}])
+
+
+def test_decode_parts_and_message_fields_exactly() -> None:
+    """Every field of the other parts' blocks (keys, synthetic marks, metadata only if an object, file media) and
+    of the messages (times, usage, provider, compaction and synthetic marks only where OpenCode sets them)."""
+    user = {"info": {"id": "u", "role": "user", "time": {"created": 7, "completed": 8}, "summary": True,
+                     "providerID": 3, "tokens": {"input": 1}},
+            "parts": [
+                {"type": "text", "text": "t0", "metadata": "x", "synthetic": "yes"},  # no id: keyed by position
+                part("p1", "text", text="t1", synthetic=True, ignored=False, metadata={"a": 1}),
+                part("p2", "reasoning", text=5, metadata=["x"]),
+                part("p3", "thinking", text="th", metadata={"b": 2}),
+                part("p4", "file", mime=9, url="https://u", filename=4),
+                part("p5", "file", mime="image/png", filename="f.png"),
+                part("p6", "file"),
+                {"id": 6, "type": "text", "text": "t7", "ignored": True},
+                part("p8", "compaction")]}
+    helper = {"info": {"id": "h", "role": "user", "summary": True},
+              "parts": [part("q", "text", text="s", synthetic=True), part("r", "patch")]}
+    textless = {"info": {"id": "e", "role": "user"}, "parts": [part("r", "patch")]}
+    asst = {"info": {"id": "a", "role": "assistant", "summary": "true", "providerID": "p", "modelID": "mo",
+                     "time": {"created": "x"}, "tokens": {"input": 1, "output": 2, "cache": {"read": 3, "write": 4}}},
+            "parts": [part("z", "text", text="all synthetic", synthetic=True), part("zz", "compaction")]}
+    bare = {"info": {"id": "b", "role": "assistant", "modelID": ["m"], "tokens": {"cache": 5}}, "parts": []}
+    u, h, a, b, e = opencode.decode([user, helper, asst, bare, textless])
+    fields = [(x.kind, x.key, x.text, x.original, x.synthetic, x.meta, x.media_type) for x in u.blocks]
+    assert fields == [
+        (m.TEXT, "p0", "t0", "t0", False, None, None),
+        (m.TEXT, "p1", "t1", "t1", True, {"a": 1}, None),
+        (m.REASONING, "p2", "", None, False, None, None),
+        (m.REASONING, "p3", "th", None, False, {"b": 2}, None),
+        (m.MEDIA, "p4", "", None, False, {"url": "https://u"}, None),
+        (m.MEDIA, "p5", "", None, False, {"filename": "f.png"}, "image/png"),
+        (m.MEDIA, "p6", "", None, False, None, None),
+        (m.OPAQUE, "p7", "", None, False, None, None),
+        (m.OPAQUE, "p8", "", None, False, None, None)]
+    assert [x.raw for x in u.blocks] == user["parts"]
+    messages = [(x.id, x.role, x.ordinal, x.created_at, x.completed_at, x.usage, x.provider, x.model, x.compaction,
+                 x.synthetic) for x in (u, h, a, b, e)]
+    assert messages == [
+        ("u", m.USER, 0, 7, 8, m.Usage(1, 0, 0, 0), None, None, m.COMPACTION_REQUEST, False),
+        ("h", m.USER, 1, None, None, None, None, None, None, True),
+        ("a", m.ASSISTANT, 2, None, None, m.Usage(1, 2, 3, 4), "p", "mo", None, False),
+        ("b", m.ASSISTANT, 3, None, None, m.Usage(0, 0, 0, 0), None, None, None, False),
+        ("e", m.USER, 4, None, None, None, None, None, None, False)]
