@@ -2,12 +2,15 @@
 
     nice -n 10 python bench/search_levers.py                 # after bench/search_bench.py built its databases
     nice -n 10 python bench/search_levers.py --only agreement
+    nice -n 10 python bench/search_levers.py --only "now:" --exact --set tuning
 
 Each lever patches the ranking in this process (nothing is re-indexed: the variants that need other vectors
 embed them here) and prints, per question set and embedding provider, the paraphrase recall@5 and the MRR
-of all the set's questions. Every lever except the agreement rows runs with the agreement weight at 0 — the
-ranking before this round — so the rows compare with "before". The held-out set judges; choosing on it
-would make it a second tuning set.
+of all the set's questions (`--exact` adds exact-lookup recall@5). Every lever except the agreement rows and
+the `now:` rows runs with the agreement weight at 0 — the ranking before that round — so the rows compare with
+"before"; the `now:` rows run on the current ranking and compare with "now: current ranking". Choose on
+`--set tuning`, then measure `--set heldout` once: the held-out set judges; choosing on it would make it a
+second tuning set.
 """
 
 from __future__ import annotations
