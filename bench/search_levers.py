@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.search_bench import CACHE, SETS, _config, evaluate, summarize  # noqa: E402
+from bench.search_bench import CACHE, SETS, _config, ensure_db, evaluate, summarize  # noqa: E402
 
 SUMMARY_LINE = re.compile(r"^\[(\d+)(?:-(\d+))?\]\s*(.*)$")  # the historian's `[a-b] U: … → A: …` lines
 _memo: dict[Any, Any] = {}
@@ -516,7 +516,7 @@ def measure(providers: tuple[str, ...], sets: tuple[str, ...] = tuple(SETS)) -> 
             continue
         for path in sorted(folder.glob("*.json")):
             spec = json.loads(path.read_text())
-            db = CACHE / (Path(spec["session"]).stem + ".db")
+            db = ensure_db(spec, False)
             for provider in providers:
                 rows = evaluate(db, spec, provider)["rows"]
                 pa, every, ex = summarize(rows, ("paraphrase",)), summarize(rows), summarize(rows, ("exact",))
