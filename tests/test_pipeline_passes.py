@@ -269,3 +269,48 @@ def test_an_sqlite_error_during_a_pass_is_a_storage_error_that_names_it() -> Non
         pipeline.run(protocol.read_input(envelope([U1], NOW + 1000), {}))
     assert caught.value.message == "database error: no such table: sessions"
     assert caught.value.fix == "run `mc doctor` to diagnose"
+
+
+def _publish(session: str, end: int) -> None:
+    """A compartment the historian published over ordinals 0..end (as `mc wrapup` or a background run would)."""
+    from magic_context.store import compartments, db, sessions
+
+    conn = db.open_db()
+    try:
+        with db.atomic(conn):
+            pk = sessions.lookup_session(conn, "anthropic", session)[0]
+            compartments.insert(conn, pk, sequence=1, start=0, end=end, start_message_id=None, end_message_id=None,
+                                title="the bug", p1="read a.py, fixed it", p2="", p3="", p4="", content="read a.py",
+                                importance=50, episode_type=None, start_time=None, end_time=None, now_ms=NOW)
+    finally:
+        conn.close()
+
+
+def test_published_history_folds_on_the_next_busting_pass_and_stays_folded() -> None:
+    """`_refold`: a compartment published between passes leaves the served array only on a pass that busts
+    anyway (a defer pass replays the frozen watermark), and the new watermark is stored for the passes after."""
+    history = [U1, A1, R1, A2, U2]
+    first, _, _ = serve(envelope(history, NOW))
+    _publish("passes", 2)  # covers U1, A1 and R1
+    out, rep, _ = serve(envelope(history, NOW + 1000))
+    assert rep["pass"] == "defer" and out["messages"] == first["messages"]  # not folded yet: same bytes
+
+    newer = [*history, {"role": "assistant", "content": "Anything else?"}, {"role": "user", "content": "no"}]
+    out, rep, last = serve(envelope(newer, NOW + 2000, system="Be long."))
+    assert rep == report("fold", "system prompt changed", before=27, after=85, tags=4, usage=118, new_tags=2,
+                         written=2)  # measured before the fold: the usage still counts the folded messages
+    assert last == 6
+    assert out["messages"][0]["content"][0]["text"] == \
+        "<session-history>\n## 0-2 · the bug\nread a.py, fixed it\n</session-history>"
+    assert out["messages"][2:] == [{"role": "assistant", "content": "§4§ Fixed it."},
+                                   {"role": "user", "content": "§5§ thanks"},
+                                   {"role": "assistant", "content": "§6§ Anything else?"},
+                                   {"role": "user", "content": "§7§ no"}]
+    folded = out
+
+    out, rep, _ = serve(envelope(newer, NOW + 3000, system="Be long."))
+    assert rep == report("defer", "defer: within threshold, cache warm", before=27, after=85, tags=4, usage=85)
+    assert out["messages"] == folded["messages"]  # the watermark and the new tags were stored
+    out, rep, _ = serve(envelope(newer, NOW + 4000, system="Be long.", model="claude-opus-5"))
+    assert rep == report("fold", "model changed", before=27, after=85, tags=4, usage=85)  # nothing new to fold
+    assert out["messages"] == folded["messages"]
