@@ -272,7 +272,10 @@ def test_an_sqlite_error_during_a_pass_is_a_storage_error_that_names_it() -> Non
 
 
 def _publish(session: str, end: int) -> None:
-    """A compartment the historian published over ordinals 0..end (as `mc wrapup` or a background run would)."""
+    """A compartment the historian published over ordinals 0..end (as `mc wrapup` or a background run would),
+    and a memory of the session's project."""
+    from magic_context import project
+    from magic_context.memory import engine
     from magic_context.store import compartments, db, sessions
 
     conn = db.open_db()
@@ -282,6 +285,7 @@ def _publish(session: str, end: int) -> None:
             compartments.insert(conn, pk, sequence=1, start=0, end=end, start_message_id=None, end_message_id=None,
                                 title="the bug", p1="read a.py, fixed it", p2="", p3="", p4="", content="read a.py",
                                 importance=50, episode_type=None, start_time=None, end_time=None, now_ms=NOW)
+        engine.add(conn, project.identity("/tmp"), "tests run on real SQLite", "PROJECT_RULES", now_ms=NOW)
     finally:
         conn.close()
 
@@ -297,11 +301,12 @@ def test_published_history_folds_on_the_next_busting_pass_and_stays_folded() -> 
 
     newer = [*history, {"role": "assistant", "content": "Anything else?"}, {"role": "user", "content": "no"}]
     out, rep, last = serve(envelope(newer, NOW + 2000, system="Be long."))
-    assert rep == report("fold", "system prompt changed", before=27, after=85, tags=4, usage=118, new_tags=2,
+    assert rep == report("fold", "system prompt changed", before=27, after=117, tags=4, usage=118, new_tags=2,
                          written=2)  # measured before the fold: the usage still counts the folded messages
     assert last == 6
     assert out["messages"][0]["content"][0]["text"] == \
-        "<session-history>\n## 0-2 · the bug\nread a.py, fixed it\n</session-history>"
+        "<session-history>\n## 0-2 · the bug\nread a.py, fixed it\n</session-history>\n\n" \
+        "<project-memory>\n<PROJECT_RULES>\n#1: tests run on real SQLite\n</PROJECT_RULES>\n</project-memory>"
     assert out["messages"][2:] == [{"role": "assistant", "content": "§4§ Fixed it."},
                                    {"role": "user", "content": "§5§ thanks"},
                                    {"role": "assistant", "content": "§6§ Anything else?"},
@@ -309,8 +314,8 @@ def test_published_history_folds_on_the_next_busting_pass_and_stays_folded() -> 
     folded = out
 
     out, rep, _ = serve(envelope(newer, NOW + 3000, system="Be long."))
-    assert rep == report("defer", "defer: within threshold, cache warm", before=27, after=85, tags=4, usage=85)
+    assert rep == report("defer", "defer: within threshold, cache warm", before=27, after=117, tags=4, usage=117)
     assert out["messages"] == folded["messages"]  # the watermark and the new tags were stored
     out, rep, _ = serve(envelope(newer, NOW + 4000, system="Be long.", model="claude-opus-5"))
-    assert rep == report("fold", "model changed", before=27, after=85, tags=4, usage=85)  # nothing new to fold
+    assert rep == report("fold", "model changed", before=27, after=117, tags=4, usage=117)  # nothing new to fold
     assert out["messages"] == folded["messages"]
