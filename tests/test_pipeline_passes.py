@@ -319,3 +319,47 @@ def test_published_history_folds_on_the_next_busting_pass_and_stays_folded() -> 
     out, rep, _ = serve(envelope(newer, NOW + 4000, system="Be long.", model="claude-opus-5"))
     assert rep == report("fold", "model changed", before=27, after=117, tags=4, usage=117)  # nothing new to fold
     assert out["messages"] == folded["messages"]
+
+
+def test_after_a_fold_the_folded_lead_is_decoded_skimmed_and_an_edit_there_is_still_seen(monkeypatch) -> None:
+    """`_decode_and_sync`: once history is folded the next pass decodes the folded lead without its blocks
+    (one decode, the skim holds); a harness edit inside that lead makes the raw store refuse the skim, and the
+    whole decode then shows the rewrite (a HARD fold), never a stale defer."""
+    from magic_context.wire import anthropic
+
+    history = [U1, A1, R1, A2, U2]
+    serve(envelope(history, NOW))
+    _publish("passes", 2)
+    folded, _, _ = serve(envelope(history, NOW + 1000, system="Be long."))  # busts: folds U1, A1, R1
+    calls: list[int] = []
+    real_decode = anthropic.decode
+
+    def decode(messages, skim=0):
+        calls.append(skim)
+        return real_decode(messages, skim=skim)
+
+    monkeypatch.setattr(anthropic, "decode", decode)
+    out, rep, _ = serve(envelope(history, NOW + 2000, system="Be long."))
+    assert calls == [3] and rep["pass"] == "defer" and out["messages"] == folded["messages"]
+    calls.clear()
+    edited = [{"role": "user", "content": "fix the other bug"}, A1, R1, A2, U2]
+    _, rep, _ = serve(envelope(edited, NOW + 3000, system="Be long."))
+    assert calls == [3, 0]  # the skim did not hold: decoded again, whole
+    assert (rep["pass"], rep["reason"], rep["raw_written"]) == ("fold", "history rewritten by the harness (edited)", 1)
+
+
+def test_a_read_only_pass_writes_no_raw_history() -> None:
+    """Last known good replays what is stored: a message it has not seen is served raw and never stored."""
+    from magic_context.store import db
+    from magic_context.transform import pipeline, protocol
+
+    serve(envelope([U1], NOW))
+    document = json.loads(json.dumps(envelope([U1, A2], NOW + 1000)))  # a copy: the pass edits it in place
+    result = pipeline.run(protocol.read_input(document, {}), readonly=True)
+    assert result.report["raw_written"] == 0 and result.prompt_ordinal is None
+    assert result.document["messages"][-1] == {"role": "assistant", "content": "Fixed it."}  # no tag: raw
+    conn = db.open_db()
+    try:
+        assert conn.execute("SELECT count(*) FROM raw_messages").fetchone()[0] == 1
+    finally:
+        conn.close()
