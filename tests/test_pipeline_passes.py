@@ -363,3 +363,33 @@ def test_a_read_only_pass_writes_no_raw_history() -> None:
         assert conn.execute("SELECT count(*) FROM raw_messages").fetchone()[0] == 1
     finally:
         conn.close()
+
+
+def test_a_refolding_pass_runs_every_lane_on_the_refolded_tags() -> None:
+    """`_refold` hands the drop lanes the refolded view whole: a queued ctx_reduce drop lands by its tag number,
+    a new oversized paste is previewed and stored as a drop, the age lane and the reclaim see the newest tag;
+    the next pass serves the same bytes."""
+    from magic_context.store import db, pending, sessions
+
+    messages = _tools(40)
+    serve(_at(NOW, 1000, 100_000, "lanes", messages))
+    _publish("lanes", 10)  # start and the first five tool arcs
+    conn = db.open_db()
+    try:
+        pending.queue(conn, sessions.lookup_session(conn, "anthropic", "lanes")[0], [30], forced=True, now_ms=NOW)
+    finally:
+        conn.close()
+    more = [*messages, {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "PASTE " + "word " * 10_100}]  # over a tenth of the window: a preview
+    out, rep, _ = serve(_at(NOW + 2000, 60_000, 100_000, "lanes", more))
+    assert rep == {**rep, "pass": "execute", "reason": "usage 64.1% ≥ threshold 40%", "tokens_before": 14741,
+                   "tokens_after": 6328, "tags": 39, "dropped": 20, "new_drops": 20, "pending_drops": 0,
+                   "new_tags": 2, "historian": "idle", "warnings": []}
+    text = json.dumps(out)
+    assert [i for i in range(40) if f"OUT{i} " in text] == [*range(23, 28), *range(29, 40)]  # tag 30 is OUT28
+    assert out["messages"][1]["content"][0]["text"].startswith(
+        "<session-history-since>\n<new-compartments>\n## 0-10 · the bug\n")
+    assert out["messages"][-1]["content"].startswith("[preview §45§: 1 lines, ~10,102 tokens")
+    again, rep, _ = serve(_at(NOW + 3000, 60_000, 100_000, "lanes", more))
+    assert (rep["pass"], rep["dropped"], rep["new_drops"]) == ("execute", 20, 0)
+    assert again["messages"] == out["messages"]
