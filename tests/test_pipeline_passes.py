@@ -393,3 +393,24 @@ def test_a_refolding_pass_runs_every_lane_on_the_refolded_tags() -> None:
     again, rep, _ = serve(_at(NOW + 3000, 60_000, 100_000, "lanes", more))
     assert (rep["pass"], rep["dropped"], rep["new_drops"]) == ("execute", 20, 0)
     assert again["messages"] == out["messages"]
+
+
+def test_a_pass_records_the_model_and_window_and_the_date_stays_frozen_until_a_bust() -> None:
+    """The session row keeps the model and window the last pass ran under (`mc status`); the guidance's date
+    line is stored with the pass, so a defer pass after midnight serves yesterday's date (the same bytes) and
+    only the next bust moves it."""
+    from magic_context.store import db
+
+    midnight = 1_764_028_800_000  # 2025-11-25 00:00 UTC
+    out, _, _ = serve(dict(envelope([U1], midnight - 60_000), session_id="dated"))
+    assert out["system"].endswith("Today's date: 2025-11-24")
+    conn = db.open_db()
+    try:
+        row = conn.execute("SELECT model_key, context_limit FROM sessions WHERE session_id = 'dated'").fetchone()
+    finally:
+        conn.close()
+    assert tuple(row) == ("anthropic/claude-sonnet-4-5", 200_000)
+    again, rep, _ = serve(dict(envelope([U1], midnight + 60_000), session_id="dated"))
+    assert rep["pass"] == "defer" and again["system"] == out["system"]
+    moved, rep, _ = serve(dict(envelope([U1], midnight + 120_000, model="claude-opus-5"), session_id="dated"))
+    assert rep["pass"] == "fold" and moved["system"].endswith("Today's date: 2025-11-25")
