@@ -271,7 +271,7 @@ def test_an_sqlite_error_during_a_pass_is_a_storage_error_that_names_it() -> Non
     assert caught.value.fix == "run `mc doctor` to diagnose"
 
 
-def _publish(session: str, end: int) -> None:
+def _publish(session: str, end: int, harness: str = "anthropic") -> None:
     """A compartment the historian published over ordinals 0..end (as `mc wrapup` or a background run would),
     and a memory of the session's project."""
     from magic_context import project
@@ -281,7 +281,7 @@ def _publish(session: str, end: int) -> None:
     conn = db.open_db()
     try:
         with db.atomic(conn):
-            pk = sessions.lookup_session(conn, "anthropic", session)[0]
+            pk = sessions.lookup_session(conn, harness, session)[0]
             compartments.insert(conn, pk, sequence=1, start=0, end=end, start_message_id=None, end_message_id=None,
                                 title="the bug", p1="read a.py, fixed it", p2="", p3="", p4="", content="read a.py",
                                 importance=50, episode_type=None, start_time=None, end_time=None, now_ms=NOW)
@@ -414,3 +414,20 @@ def test_a_pass_records_the_model_and_window_and_the_date_stays_frozen_until_a_b
     assert rep["pass"] == "defer" and again["system"] == out["system"]
     moved, rep, _ = serve(dict(envelope([U1], midnight + 120_000, model="claude-opus-5"), session_id="dated"))
     assert rep["pass"] == "fold" and moved["system"].endswith("Today's date: 2025-11-25")
+
+
+def test_the_head_keeps_its_first_time_after_the_messages_it_took_it_from_are_folded() -> None:
+    """Pi serves the head with a timestamp: the first message's time, stored with the pass (`head_created_at`),
+    so a fold that removes that message leaves the head's bytes as they were."""
+    t0 = NOW - 60_000
+    history = [{"role": "user", "content": "fix the bug", "timestamp": t0},
+               {"role": "assistant", "content": [{"type": "text", "text": "Fixed it."}], "timestamp": t0 + 1000},
+               {"role": "user", "content": "thanks", "timestamp": t0 + 2000}]
+    document = {"messages": history, "harness": "pi", "session_id": "timed", "project_dir": "/tmp", "now": NOW,
+                "model": {"provider": "anthropic", "id": "claude-sonnet-4-5"}}
+    out, _, _ = serve(document)
+    assert [m["timestamp"] for m in out["messages"]] == [t0, t0, t0, t0 + 1000, t0 + 2000]
+    _publish("timed", 1, harness="pi")
+    out, rep, _ = serve(dict(document, now=NOW + 1000, model={"provider": "anthropic", "id": "claude-opus-5"}))
+    assert rep["reason"] == "model changed" and len(out["messages"]) == 3  # the head and "thanks"
+    assert [m["timestamp"] for m in out["messages"]] == [t0, t0, t0 + 2000]
