@@ -132,7 +132,7 @@ def run_case(case: str, variant: str | None, tmp: Path) -> dict[str, Any]:
 
 
 CHOSEN = [
-    "### What the sweep chose (the shipped defaults)", "",
+    "### What the sweep chose (in order; the later sections supersede the earlier where they say so)", "",
     "* **Execute threshold: 40% by default, 65% for OpenAI Chat Completions callers and (since the smaller "
     "windows below) windows under 40 000 tokens, when unset** "
     "(`transform.scheduler.default_threshold`). The two workloads disagree: the interactive Pi sessions, whose "
