@@ -128,7 +128,9 @@ def _at(now: int, used: int, limit: int, session: str, messages: list) -> dict:
             "usage": {"input_tokens": used, "output_tokens": 10}, "messages": messages}
 
 
-def test_a_pass_over_the_threshold_drops_the_oldest_outputs_and_later_passes_keep_them_dropped() -> None:
+def test_a_pass_over_the_threshold_drops_the_oldest_outputs_and_later_passes_keep_them_dropped(isolated_dirs) -> None:
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)  # the figures below are for a 65% threshold
+    (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 65\n", encoding="utf-8")
     messages = _tools(40)
     _, rep, _ = serve(_at(NOW, 1000, 20_000, "over", messages))
     assert (rep["pass"], rep["threshold_percent"], rep["tags"], rep["raw_written"]) == ("fold", 65.0, 43, 83)
