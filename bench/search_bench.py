@@ -71,6 +71,7 @@ def evaluate(db_path: Path, spec: dict[str, Any], provider: str) -> dict[str, An
     try:
         pk, project = conn.execute("SELECT id, project_id FROM sessions ORDER BY id LIMIT 1").fetchone()
         config = _config(provider)
+        folded = [_norm(t) for (t,) in conn.execute("SELECT text FROM message_text WHERE session_pk = ?", (pk,))]
         rows = []
         for item in spec["questions"]:
             started = time.perf_counter()
@@ -85,6 +86,9 @@ def evaluate(db_path: Path, spec: dict[str, Any], provider: str) -> dict[str, An
                     rank = i
                     break
             rows.append({"q": item["q"], "kind": item["kind"], "rank": rank, "ms": ms,
+                         # False when some evidence is in no folded message: the answer is in the live tail (in
+                         # context, never a search hit), so no ranking can find it — the fold points decide
+                         "folded": all(any(e in t for t in folded) for e in evidence),
                          "top": [(h.source, h.ordinal_start, h.ordinal_end, h.match) for h in result.hits[:3]],
                          "roles": [h.role or h.source for h in result.hits[:5]]})
         return {"rows": rows, "warnings": result.warnings if spec["questions"] else []}
@@ -293,6 +297,10 @@ def main(argv: list[str] | None = None) -> int:
             pa, de = summarize(rows, ("paraphrase",)), summarize(rows, ("decision", "first"))
             print(f"| {Path(spec['session']).stem} | {provider} | {s['n']} | {s['r1']:.2f} | {s['r5']:.2f} | "
                   f"{s['mrr']:.2f} | {_r5(ex)} | {_r5(pa)} | {_r5(de)} |")
+            tail = [r["q"] for r in rows if not r["folded"]]
+            if tail:
+                print(f"note: {len(tail)} question(s) of {Path(spec['session']).stem} have their answer in the live "
+                      f"tail (not folded: no search can find it; counted as misses): {tail}", file=sys.stderr)
             if args.verbose:
                 for r in rows:
                     if r["rank"] != 1:
