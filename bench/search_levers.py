@@ -446,6 +446,26 @@ def user_lane(weight: float) -> Callable[[ExitStack], None]:
     return apply
 
 
+def turn_forward(forward: int) -> Callable[[ExitStack], None]:
+    """A compartment hit whose range ends mid-turn also reaches on to the message before the next user message when
+    that one is at most `forward` messages on (never past the cutoff): the other half of a fold-split turn, after
+    `lanes.TURN_REACH` reached back for the first half."""
+    from magic_context.search import lanes
+    from magic_context.store import search_index as idx
+
+    original = lanes.compartments
+
+    def compartments(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, limit: int) -> list[Any]:
+        hits = original(conn, pk, q, cutoff, limit)
+        for h in hits:
+            b = h.ordinal_end or 0
+            following = idx._one(conn, "SELECT min(ordinal) FROM message_text WHERE session_pk = ? AND role = 'user' "
+                                       "AND ordinal > ? AND ordinal <= ?", (pk, b, min(cutoff, b + forward) + 1))
+            if following is not None:
+                h.ordinal_end = int(following) - 1
+        return hits
+    return lambda stack: stack.enter_context(patched(lanes, "compartments", compartments))
+
 def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
     """(name, providers, apply) — `apply` enters its patches on the stack."""
     from magic_context.search import engine, lanes
@@ -497,6 +517,10 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
             for w in (0.5, 1.0)]
     out += [(f"now: the user's messages ranked alone (loose query), RRF weight {w}", both, user_lane(w))
             for w in (0.25, 0.5)]
+    out += [("now: compartment hit keeps its own range (TURN_REACH 0, the ranking before)", both,
+             set_(TURN_REACH=0)),
+            ("now: compartment hit reaches back to its turn's user message within 16", both, set_(TURN_REACH=16)),
+            ("now: compartment hit also reaches on to the next user message within 8", both, turn_forward(8))]
     out += [("now: range BM25 re-rank 0.5, tool rows too", both,
              with_(lanes, "compartments", partial(range_bm25, 0.5, prose_only=False))),
             ("now: range BM25 re-rank 0.5, b=0", both, with_(lanes, "compartments", partial(range_bm25, 0.5, b=0.0))),
