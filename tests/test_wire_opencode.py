@@ -489,3 +489,175 @@ def test_bad_shapes_say_exactly_what_was_found(src: object, message: str) -> Non
     with pytest.raises(BadInput) as err:
         opencode.decode(src)  # type: ignore[arg-type]
     assert str(err.value) == message
+
+
+def test_render_fresh_messages_exactly() -> None:
+    """Every field of fresh messages and parts: times, provider, tokens, summary mark, reasoning, tool names."""
+    b = m.Block
+    summary = m.Message("s", m.ASSISTANT, [
+        b(m.REASONING, text="r1", meta={"anthropic": {"signature": "sig"}}),  # OpenCode's provider-keyed shape
+        b(m.REASONING, text="r2", meta={"signature": "flat"}),  # another format's: not sent as metadata
+        b(m.TEXT, text="sum"),
+    ], created_at=10, completed_at=20, provider="anthropic", model="claude", usage=m.Usage(1, 2, 3, 4),
+        compaction=m.COMPACTION_SUMMARY)
+    asst = m.Message("a", m.ASSISTANT, [
+        b(m.REASONING, text="r3"),
+        b(m.TOOL_CALL, tool_id=None, tool_name=None, input={"x": 1}),  # named by its result, no id
+        b(m.TOOL_CALL, tool_id="c2", tool_name=None),  # unnamed and unanswered
+    ])
+    tool = m.Message("t", m.TOOL, [b(m.TOOL_RESULT, text="out", tool_id=None, tool_name="read"),
+                                   b(m.TEXT, text="note")])
+    user = m.Message("u", m.USER, [b(m.TEXT, text="plain"), b(m.TOOL_RESULT, text="lost", tool_id="zz"),
+                                   b(m.TEXT, text="hook", synthetic=True)])
+    out = opencode.encode([summary, asst, tool, user])
+    ses = {"sessionID": opencode.DEFAULT_SESSION}
+    assert out == [
+        {"info": {"id": "s", **ses, "role": "assistant", "time": {"created": 10, "completed": 20},
+                  "providerID": "anthropic", "modelID": "claude",
+                  "tokens": {"input": 1, "output": 2, "reasoning": 0, "cache": {"read": 3, "write": 4}},
+                  "summary": True},
+         "parts": [
+             {"id": "prt_mc19a289a031430000", **ses, "messageID": "s", "type": "reasoning", "text": "r1",
+              "time": {"start": 10}, "metadata": {"anthropic": {"signature": "sig"}}},
+             {"id": "prt_mc19a289a031430001", **ses, "messageID": "s", "type": "reasoning", "text": "r2",
+              "time": {"start": 10}},
+             {"id": "prt_mc19a289a031430002", **ses, "messageID": "s", "type": "text", "text": "sum"}]},
+        {"info": {"id": "a", **ses, "role": "assistant", "time": {"created": 0}},
+         "parts": [
+             {"id": "prt_mccfe4e5ecd1b90000", **ses, "messageID": "a", "type": "reasoning", "text": "r3",
+              "time": {"start": 0}},
+             {"id": "prt_mccfe4e5ecd1b90001", **ses, "messageID": "a", "type": "tool", "callID": "", "tool": "read",
+              "state": {"status": "completed", "input": {"x": 1}, "output": "out", "title": "", "metadata": {},
+                        "time": {"start": 0, "end": 0}}},
+             {"id": "prt_mccfe4e5ecd1b90002", **ses, "messageID": "a", "type": "tool", "callID": "c2",
+              "tool": "unknown", "state": {"status": "pending", "input": {}, "raw": ""}}]},
+        {"info": {"id": "t", **ses, "role": "user", "time": {"created": 0}},  # its result went into the call
+         "parts": [{"id": "prt_mcb4ec0dc38c4a0000", **ses, "messageID": "t", "type": "text", "text": "note"}]},
+        {"info": {"id": "u", **ses, "role": "user", "time": {"created": 0}},
+         "parts": [
+             {"id": "prt_mc4f1c57432fcf0000", **ses, "messageID": "u", "type": "text", "text": "plain"},
+             {"id": "prt_mc4f1c57432fcf0001", **ses, "messageID": "u", "type": "text", "text": "lost",
+              "synthetic": True},
+             {"id": "prt_mc4f1c57432fcf0002", **ses, "messageID": "u", "type": "text", "text": "hook",
+              "synthetic": True}]},
+    ]
+
+
+def test_fresh_blocks_in_an_existing_message_render_in_place() -> None:
+    """Fresh blocks among a message's own parts: rendered where they stand, under the message's wire id and session
+    (the default when the message names none); a fresh result answering a fresh call goes into the call's part."""
+    own = {"info": {"id": "msg_w", "role": "assistant"},
+           "parts": [part("prt_1", "text", text="old"), part("prt_2", "text", text="kept", state={"x": 1})]}
+    (msg,) = opencode.decode([own])
+    first, second = msg.blocks
+    second.text = "§1§ kept"  # a text part that happens to carry a `state` object is still written back as text
+    msg.id = "renamed"  # the parts name the message the harness knows
+    msg.blocks = [m.Block(m.TOOL_CALL, tool_id="c1", tool_name="read", input={}),
+                  m.Block(m.TOOL_RESULT, text="done", tool_id="c1"), first, m.Block(m.TEXT, text="tail"), second]
+    (out,) = opencode.encode([msg])
+    wire = {"sessionID": opencode.DEFAULT_SESSION, "messageID": "msg_w"}
+    prefix = "prt_mc13c7ce8a4204"
+    assert out["parts"] == [
+        {"id": prefix + "0000", **wire, "type": "tool", "callID": "c1", "tool": "read",
+         "state": {"status": "completed", "input": {}, "output": "done", "title": "", "metadata": {},
+                   "time": {"start": 0, "end": 0}}},
+        part("prt_1", "text", text="old"),
+        {"id": prefix + "0002", **wire, "type": "text", "text": "tail"},
+        part("prt_2", "text", text="§1§ kept", state={"x": 1})]
+
+
+def test_a_fresh_result_never_joins_an_existing_open_tool_part() -> None:
+    """Only fresh calls take fresh results: an existing part keeps its own state, so a fresh result answering its
+    call id travels as text in its own message (were it paired, the part would not show it and it would be lost)."""
+    own = {"info": {"id": "msg_a", "sessionID": "ses_A", "role": "assistant"},
+           "parts": [tool("prt_1", "c1", "bash", {"status": "pending", "input": {}, "raw": ""})]}
+    msgs = [*opencode.decode([own]), m.Message("t", m.TOOL, [m.Block(m.TOOL_RESULT, text="late", tool_id="c1")])]
+    out = opencode.encode(msgs)
+    assert [x["info"]["id"] for x in out] == ["msg_a", "t"]
+    assert out[0]["parts"] == [tool("prt_1", "c1", "bash", {"status": "pending", "input": {}, "raw": ""})]
+    assert [(p["type"], p["text"], p["synthetic"]) for p in out[1]["parts"]] == [("text", "late", True)]
+
+
+def test_another_formats_blocks_pair_like_fresh_ones() -> None:
+    """Blocks decoded from another format keep that format's objects as raw: they are still fresh here, so a
+    result joins its call's tool part."""
+    src = [{"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "read", "arguments": {"p": 1}}],
+            "timestamp": 5},
+           {"role": "toolResult", "toolCallId": "c1", "toolName": "read", "content": [{"type": "text", "text": "ok"}],
+            "isError": False, "timestamp": 6}]
+    out = opencode.encode(pi.decode(src))
+    assert len(out) == 1 and [(p["type"], p["callID"], p["state"]["status"], p["state"]["output"])
+                              for p in out[0]["parts"]] == [("tool", "c1", "completed", "ok")]
+
+
+def test_decode_tool_parts_exactly() -> None:
+    """Every field of a tool part's two blocks: the result carries the call's name, a pruned output its
+    `compacted` time (and nothing else does); an ended state without its field reads as ""; metadata only if an
+    object."""
+    t = {"start": 1, "end": 2}
+    msg = {"info": {"id": "m", "role": "assistant"}, "parts": [
+        tool("p1", "c1", "read", {"status": "completed", "input": {"f": 1}, "output": "ok", "time": t}),
+        tool("p2", "c2", "bash", {"status": "completed", "output": "long", "time": {**t, "compacted": 9}}),
+        tool("p3", "c3", "bash", {"status": "error", "time": t}, metadata="not an object"),
+        tool("p4", "c4", "edit", {"status": "completed"}, metadata={"k": 1}),
+    ]}
+    (decoded,) = opencode.decode([msg])
+    fields = [(b.kind, b.key, b.tool_id, b.tool_name, b.input, b.text, b.original, b.is_error, b.meta)
+              for b in decoded.blocks]
+    cleared = opencode.CLEARED_OUTPUT
+    assert fields == [
+        (m.TOOL_CALL, "p1", "c1", "read", {"f": 1}, "", None, False, None),
+        (m.TOOL_RESULT, "p1:out", "c1", "read", None, "ok", "ok", False, None),
+        (m.TOOL_CALL, "p2", "c2", "bash", None, "", None, False, None),
+        (m.TOOL_RESULT, "p2:out", "c2", "bash", None, cleared, cleared, False, {"compacted": 9}),
+        (m.TOOL_CALL, "p3", "c3", "bash", None, "", None, False, None),
+        (m.TOOL_RESULT, "p3:out", "c3", "bash", None, "", "", True, None),
+        (m.TOOL_CALL, "p4", "c4", "edit", None, "", None, False, {"k": 1}),
+        (m.TOOL_RESULT, "p4:out", "c4", "edit", None, "", "", False, None)]
+    with pytest.raises(BadInput, match=r"`parts\[0\].callID` must be a string \(got int\)$"):
+        opencode.decode([{"info": {"id": "m", "role": "assistant"}, "parts": [tool("p", 5, "bash", {})]}])
+
+
+def test_decode_parts_and_message_fields_exactly() -> None:
+    """Every field of the other parts' blocks (keys, synthetic marks, metadata only if an object, file media) and
+    of the messages (times, usage, provider, compaction and synthetic marks only where OpenCode sets them)."""
+    user = {"info": {"id": "u", "role": "user", "time": {"created": 7, "completed": 8}, "summary": True,
+                     "providerID": 3, "tokens": {"input": 1}},
+            "parts": [
+                {"type": "text", "text": "t0", "metadata": "x", "synthetic": "yes"},  # no id: keyed by position
+                part("p1", "text", text="t1", synthetic=True, ignored=False, metadata={"a": 1}),
+                part("p2", "reasoning", text=5, metadata=["x"]),
+                part("p3", "thinking", text="th", metadata={"b": 2}),
+                part("p4", "file", mime=9, url="https://u", filename=4),
+                part("p5", "file", mime="image/png", filename="f.png"),
+                part("p6", "file"),
+                {"id": 6, "type": "text", "text": "t7", "ignored": True},
+                part("p8", "compaction")]}
+    helper = {"info": {"id": "h", "role": "user", "summary": True},
+              "parts": [part("q", "text", text="s", synthetic=True), part("r", "patch")]}
+    textless = {"info": {"id": "e", "role": "user"}, "parts": [part("r", "patch")]}
+    asst = {"info": {"id": "a", "role": "assistant", "summary": "true", "providerID": "p", "modelID": "mo",
+                     "time": {"created": "x"}, "tokens": {"input": 1, "output": 2, "cache": {"read": 3, "write": 4}}},
+            "parts": [part("z", "text", text="all synthetic", synthetic=True), part("zz", "compaction")]}
+    bare = {"info": {"id": "b", "role": "assistant", "modelID": ["m"], "tokens": {"cache": 5}}, "parts": []}
+    u, h, a, b, e = opencode.decode([user, helper, asst, bare, textless])
+    fields = [(x.kind, x.key, x.text, x.original, x.synthetic, x.meta, x.media_type) for x in u.blocks]
+    assert fields == [
+        (m.TEXT, "p0", "t0", "t0", False, None, None),
+        (m.TEXT, "p1", "t1", "t1", True, {"a": 1}, None),
+        (m.REASONING, "p2", "", None, False, None, None),
+        (m.REASONING, "p3", "th", None, False, {"b": 2}, None),
+        (m.MEDIA, "p4", "", None, False, {"url": "https://u"}, None),
+        (m.MEDIA, "p5", "", None, False, {"filename": "f.png"}, "image/png"),
+        (m.MEDIA, "p6", "", None, False, None, None),
+        (m.OPAQUE, "p7", "", None, False, None, None),
+        (m.OPAQUE, "p8", "", None, False, None, None)]
+    assert [x.raw for x in u.blocks] == user["parts"]
+    messages = [(x.id, x.role, x.ordinal, x.created_at, x.completed_at, x.usage, x.provider, x.model, x.compaction,
+                 x.synthetic) for x in (u, h, a, b, e)]
+    assert messages == [
+        ("u", m.USER, 0, 7, 8, m.Usage(1, 0, 0, 0), None, None, m.COMPACTION_REQUEST, False),
+        ("h", m.USER, 1, None, None, None, None, None, None, True),
+        ("a", m.ASSISTANT, 2, None, None, m.Usage(1, 2, 3, 4), "p", "mo", None, False),
+        ("b", m.ASSISTANT, 3, None, None, m.Usage(0, 0, 0, 0), None, None, None, False),
+        ("e", m.USER, 4, None, None, None, None, None, None, False)]

@@ -462,3 +462,78 @@ def test_render_summary_unnamed_result_and_malformed_data_url() -> None:
         # the payload after the first ";base64," is passed on as it is (never repaired)
         {"role": "user", "content": [{"type": "image", "data": "QQ;base64,Qg", "mimeType": "image/png"}],
          "timestamp": 0}]
+
+
+def test_skim_gives_known_roles_only_id_role_and_timestamp() -> None:
+    """The first `skim` messages of a known role get id, digest, role, ordinal and timestamp, no blocks; other
+    roles, non-objects and later messages get the full decode (ids and digests as the full decode gives them)."""
+    src = sample()
+    src[8]["timestamp"] = 1.5e12
+    whole = pi.decode(src)
+    skimmed = pi.decode(src, skim=11)
+    plain = [(x.id, x.digest, x.role, x.ordinal, x.created_at, x.raw) for x in whole]
+    assert [(x.id, x.digest, x.role, x.ordinal, x.created_at, x.raw) for x in skimmed] == plain
+    assert [x.blocks == [] for x in skimmed] == [False, False, True, True, True, True, False, False, True, True,
+                                                 False, False]
+    assert [x.blocks for x in skimmed[10:]] == [x.blocks for x in whole[10:]]
+    assert (skimmed[3].usage, skimmed[3].provider, skimmed[8].synthetic) == (None, None, False)
+    assert skimmed[8].created_at == 1_500_000_000_000 and skimmed[2].created_at == 1763681581550
+    assert pi.encode(pi.decode(sample(), skim=2)) == sample()  # the summaries are always decoded whole
+    with pytest.raises(BadInput, match="pi message 0: `message` must be an object"):
+        pi.decode(["not an object"], skim=1)
+
+
+def test_decode_every_field_exactly() -> None:
+    """Every field of every block and message a decode gives, lenient reads included (odd types read as absent)."""
+    src = [
+        {"role": "user", "content": [
+            {"type": "image", "mimeType": 5, "data": ["x"]}, {"type": "image", "mimeType": "image/png", "data": "AA"},
+            {"type": "audio", "x": 1}]},
+        {"role": "hookMessage", "content": "hook", "timestamp": True},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": 5},
+            {"type": "thinking", "thinking": "t", "redacted": False, "thinkingSignature": "sig", "other": 1},
+            {"type": "toolCall", "id": "c1", "name": "read", "thoughtSignature": "ts"},
+            {"type": "toolCall", "id": "c2", "name": "ls", "arguments": {"a": 1}}],
+         "provider": 4, "model": "mo", "usage": {"input": 1.9, "output": True, "cacheRead": "3", "cacheWrite": 4},
+         "timestamp": "2025-13-45"},
+        {"role": "assistant", "content": [], "provider": "p", "model": None, "usage": [1]},
+        {"role": "toolResult", "toolCallId": "c1", "toolName": 7, "content": "plain", "isError": "true"},
+        {"role": "toolResult", "toolCallId": "c2", "toolName": "ls", "isError": True,
+         "content": [{"type": "image", "data": "BB", "mimeType": "image/gif"}, {"type": "text", "text": "a"},
+                     {"type": "text", "text": "b"}]},
+        {"role": "bashExecution", "command": "pwd", "exitCode": 1},
+        {"role": "bashExecution", "command": "x", "output": 5, "excludeFromContext": True},
+    ]
+    msgs = pi.decode(src)
+    assert [(x.role, x.ordinal, x.created_at, x.usage, x.provider, x.model, x.synthetic, x.compaction)
+            for x in msgs] == [
+        (m.USER, 0, None, None, None, None, False, None),
+        (m.USER, 1, None, None, None, None, True, None),
+        (m.ASSISTANT, 2, None, m.Usage(1, 0, 0, 4), None, "mo", False, None),
+        (m.ASSISTANT, 3, None, None, "p", None, False, None),
+        (m.TOOL, 4, None, None, None, None, False, None),
+        (m.TOOL, 5, None, None, None, None, False, None),
+        (m.USER, 6, None, None, None, None, False, None),
+        (m.USER, 7, None, None, None, None, False, None)]
+    fields = [[(b.kind, b.key, b.text, b.original, b.tool_id, b.tool_name, b.input, b.is_error, b.media_type, b.meta)
+               for b in x.blocks] for x in msgs]
+    assert fields == [
+        [(m.MEDIA, "p0", "", None, None, None, None, False, None, None),
+         (m.MEDIA, "p1", "", None, None, None, None, False, "image/png", {"data": "AA"}),
+         (m.OPAQUE, "p2", "", None, None, None, None, False, None, None)],
+        [(m.TEXT, "p0", "hook", "hook", None, None, None, False, None, None)],
+        [(m.REASONING, "p0", "", None, None, None, None, False, None, None),
+         (m.REASONING, "p1", "t", None, None, None, None, False, None, {"thinkingSignature": "sig", "redacted": False}),
+         (m.TOOL_CALL, "p2", "", None, "c1", "read", None, False, None, {"thoughtSignature": "ts"}),
+         (m.TOOL_CALL, "p3", "", None, "c2", "ls", {"a": 1}, False, None, None)],
+        [],
+        [(m.TOOL_RESULT, "out", "plain", "plain", "c1", None, None, False, None, None)],
+        [(m.TOOL_RESULT, "out", "a\nb", "a\nb", "c2", "ls", None, True, None, None),
+         (m.MEDIA, "p0", "", None, None, None, None, False, "image/gif", {"data": "BB"})],
+        [(m.TEXT, "output", "", "", None, None, None, False, None, {"command": "pwd", "exitCode": 1})],
+        [(m.OPAQUE, "output", "", None, None, None, None, False, None, None)]]
+    raws = [[b.raw for b in x.blocks] for x in msgs]
+    assert raws[1] == ["hook"] and raws[4] == ["plain"] and raws[5][0] is src[5]["content"]
+    assert raws[5][1] is src[5]["content"][0] and raws[6] == [src[6]] and raws[7] == [src[7]]
+    assert all(b.raw is part for b, part in zip(msgs[2].blocks, src[2]["content"], strict=True))
