@@ -353,6 +353,12 @@ def test_after_a_fold_the_folded_lead_is_decoded_skimmed_and_an_edit_there_is_st
     assert calls == [3] and rep["pass"] == "defer" and out["messages"] == folded["messages"]
     calls.clear()
     edited = [{"role": "user", "content": "fix the other bug"}, A1, R1, A2, U2]
+    from magic_context.transform import pipeline, protocol
+
+    lkg = pipeline.run(protocol.read_input(json.loads(json.dumps(envelope(edited, NOW + 2500, system="Be long."))),
+                                           {}), readonly=True)
+    assert calls == [3, 0] and lkg.report["raw_written"] == 0  # a read-only pass stores not even a failed skim's edit
+    calls.clear()
     _, rep, _ = serve(envelope(edited, NOW + 3000, system="Be long."))
     assert calls == [3, 0]  # the skim did not hold: decoded again, whole
     assert (rep["pass"], rep["reason"], rep["raw_written"]) == ("fold", "history rewritten by the harness (edited)", 1)
