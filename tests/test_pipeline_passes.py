@@ -322,6 +322,16 @@ def test_published_history_folds_on_the_next_busting_pass_and_stays_folded() -> 
     assert rep == report("fold", "model changed", before=27, after=117, tags=4, usage=117)  # nothing new to fold
     assert out["messages"] == folded["messages"]
 
+    from pathlib import Path
+
+    from magic_context import paths
+
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("[compaction]\nenabled = false\n")  # turned off: the stored fold no longer applies
+    out, rep, _ = serve(envelope(newer, NOW + 5000, system="Be long.", model="claude-opus-5"))
+    assert [m["content"] for m in out["messages"][2:4]] == ["fix the bug", A1["content"]]
+
 
 def test_after_a_fold_the_folded_lead_is_decoded_skimmed_and_an_edit_there_is_still_seen(monkeypatch) -> None:
     """`_decode_and_sync`: once history is folded the next pass decodes the folded lead without its blocks
@@ -345,6 +355,12 @@ def test_after_a_fold_the_folded_lead_is_decoded_skimmed_and_an_edit_there_is_st
     assert calls == [3] and rep["pass"] == "defer" and out["messages"] == folded["messages"]
     calls.clear()
     edited = [{"role": "user", "content": "fix the other bug"}, A1, R1, A2, U2]
+    from magic_context.transform import pipeline, protocol
+
+    lkg = pipeline.run(protocol.read_input(json.loads(json.dumps(envelope(edited, NOW + 2500, system="Be long."))),
+                                           {}), readonly=True)
+    assert calls == [3, 0] and lkg.report["raw_written"] == 0  # a read-only pass stores not even a failed skim's edit
+    calls.clear()
     _, rep, _ = serve(envelope(edited, NOW + 3000, system="Be long."))
     assert calls == [3, 0]  # the skim did not hold: decoded again, whole
     assert (rep["pass"], rep["reason"], rep["raw_written"]) == ("fold", "history rewritten by the harness (edited)", 1)
