@@ -117,13 +117,22 @@ def test_merge_applies_source_boosts_and_lane_order() -> None:
     assert engine.BOOST == {"memory": 1.3, "message": 1.15, "compartment": 1.15, "git_commit": 1.2, "note": 1.0}
 
 
-def test_a_compartment_holding_the_best_message_outranks_one_ranked_above_it_by_its_summary(conn) -> None:
+def zebra_and_walrus(conn) -> int:
+    """A synthetic session folded into two indexed compartments (0-4 "Zebra parser", 5-10 "Walrus module")."""
     pk = session_with_history(conn, fold_through=None)
     fold(conn, pk, 0, 4, "Zebra parser")
     fold(conn, pk, 5, 10, "Walrus module")
     indexer.index_session(conn, pk, now_ms=NOW)
-    text = "walrus renamed"
-    q = lanes.Query(text, st.probes(text), st.sanitize(text), st.any_words(text))
+    return pk
+
+
+def query(text: str) -> lanes.Query:
+    return lanes.Query(text, st.probes(text), st.sanitize(text), st.any_words(text))
+
+
+def test_a_compartment_holding_the_best_message_outranks_one_ranked_above_it_by_its_summary(conn) -> None:
+    pk = zebra_and_walrus(conn)
+    q = query("walrus renamed")
 
     def order(weight: float) -> list[int]:
         summary = [lanes.Hit("compartment", 1, 0.9, "fts", "s", pk, 0, 4), lanes.Hit("compartment", 2, 0.8, "fts", "s",
@@ -332,12 +341,8 @@ def test_a_compartment_hit_reaches_back_to_the_request_a_fold_split_from_its_ans
 
 
 def test_agreement_counts_only_the_messages_a_compartment_summarizes(conn) -> None:
-    pk = session_with_history(conn, fold_through=None)
-    fold(conn, pk, 0, 4, "Zebra parser")
-    fold(conn, pk, 5, 10, "Walrus module")
-    indexer.index_session(conn, pk, now_ms=NOW)
-    text = "zebra parser miscounts"
-    q = lanes.Query(text, st.probes(text), st.sanitize(text), st.any_words(text))
+    pk = zebra_and_walrus(conn)
+    q = query("zebra parser miscounts")
     # compartment 2's range reaches back to 0 (as TURN_REACH would stretch it) but it summarizes 5-10 only: the best
     # message (3) is not its own, so compartment 1 (which summarizes 0-4) keeps the agreement and the lead
     summary = [lanes.Hit("compartment", 2, 0.9, "fts", "s", pk, 0, 10, extra={"compartment_start": 5,
