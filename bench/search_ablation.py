@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.search_bench import CACHE, QUESTIONS, evaluate, summarize  # noqa: E402
+from bench.search_bench import CACHE, QUESTIONS, ensure_db, evaluate, summarize  # noqa: E402
 
 VARIANTS = {"prose only (the original)": {"tools": False, "output_head": 0},
             "+ tool inputs": {"tools": True, "output_head": 0},
@@ -36,7 +36,7 @@ def main() -> int:
         st.message_text = lambda msg, _o=options: original(msg, **_o)
         for spec_path in sorted(QUESTIONS.glob("*.json")):
             spec = json.loads(spec_path.read_text())
-            source = CACHE / (Path(spec["session"]).stem + ".db")
+            source = ensure_db(spec, False)
             copy = CACHE / "ablation.db"
             shutil.copy(source, copy)
             conn = open_db(str(copy))

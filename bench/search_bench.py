@@ -7,7 +7,9 @@
 
 Index: each long recorded session is replayed through the real transform at a window smaller than the
 session with the historian inline (`bench/search_build.py`), so history is folded and indexed exactly as
-it would be live; the database is cached under `$TMPDIR/mc-search-bench/`.
+it would be live; the database is cached under `$TMPDIR/mc-search-bench/`, stamped with a fingerprint of the code
+that built it (every `magic_context` module but the ranking's): a cache built by other code is reused with a
+warning, since a historian or defaults change moves the figures.
 
 Questions: `bench/search/<session>.json`, written by hand for each session — exact lookups (a path, an
 error, a hash), paraphrases that share no identifier with the answer, decisions and "what happened
@@ -32,7 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -69,6 +71,7 @@ def evaluate(db_path: Path, spec: dict[str, Any], provider: str) -> dict[str, An
     try:
         pk, project = conn.execute("SELECT id, project_id FROM sessions ORDER BY id LIMIT 1").fetchone()
         config = _config(provider)
+        folded = [_norm(t) for (t,) in conn.execute("SELECT text FROM message_text WHERE session_pk = ?", (pk,))]
         rows = []
         for item in spec["questions"]:
             started = time.perf_counter()
@@ -83,6 +86,9 @@ def evaluate(db_path: Path, spec: dict[str, Any], provider: str) -> dict[str, An
                     rank = i
                     break
             rows.append({"q": item["q"], "kind": item["kind"], "rank": rank, "ms": ms,
+                         # False when some evidence is in no folded message: the answer is in the live tail (in
+                         # context, never a search hit), so no ranking can find it — the fold points decide
+                         "folded": all(any(e in t for t in folded) for e in evidence),
                          "top": [(h.source, h.ordinal_start, h.ordinal_end, h.match) for h in result.hits[:3]],
                          "roles": [h.role or h.source for h in result.hits[:5]]})
         return {"rows": rows, "warnings": result.warnings if spec["questions"] else []}
@@ -104,13 +110,39 @@ def _r5(summary: dict[str, float]) -> str:
     return f"{summary['r5']:.2f}" if summary["n"] else "–"  # a set without questions of that kind
 
 
+# Modules that read the index but take no part in building it: a change to them needs no rebuild.
+RANKING_ONLY: Final = ("search/lanes.py", "search/engine.py", "search/format.py")
+
+
+def build_stamp(window: int) -> str:
+    """A fingerprint of what builds a cached index: every `magic_context` source but the ranking-only modules,
+    and the replay window. A historian or default change gives other compartments, so other figures."""
+    import hashlib
+
+    digest = hashlib.sha256(str(window).encode())
+    root = REPO / "magic_context"
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel not in RANKING_ONLY:
+            digest.update(rel.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def ensure_db(spec: dict[str, Any], rebuild: bool) -> Path:
+    """The cached index of the spec's session, built when missing or asked; a cache built by other code is reused
+    (a rebuild costs minutes) with a warning, since its figures are not today's."""
     from bench.search_build import build
 
     path = CACHE / (Path(spec["session"]).stem + ".db")
+    stamp_file = path.with_name(path.name + ".stamp")
+    stamp = build_stamp(spec["window"])
     if rebuild or not path.exists():
         print(f"building {path.name} (replay at window {spec['window']})…", file=sys.stderr)
         print(build(spec["session"], spec["window"], path), file=sys.stderr)
+        stamp_file.write_text(stamp)
+    elif not stamp_file.exists() or stamp_file.read_text().strip() != stamp:
+        print(f"warning: {path} was built by other code than this checkout's (historian, indexer or defaults); "
+              "its figures are not today's: run with --rebuild", file=sys.stderr)
     return path
 
 
@@ -265,6 +297,10 @@ def main(argv: list[str] | None = None) -> int:
             pa, de = summarize(rows, ("paraphrase",)), summarize(rows, ("decision", "first"))
             print(f"| {Path(spec['session']).stem} | {provider} | {s['n']} | {s['r1']:.2f} | {s['r5']:.2f} | "
                   f"{s['mrr']:.2f} | {_r5(ex)} | {_r5(pa)} | {_r5(de)} |")
+            tail = [r["q"] for r in rows if not r["folded"]]
+            if tail:
+                print(f"note: {len(tail)} question(s) of {Path(spec['session']).stem} have their answer in the live "
+                      f"tail (not folded: no search can find it; counted as misses): {tail}", file=sys.stderr)
             if args.verbose:
                 for r in rows:
                     if r["rank"] != 1:

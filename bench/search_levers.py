@@ -2,12 +2,15 @@
 
     nice -n 10 python bench/search_levers.py                 # after bench/search_bench.py built its databases
     nice -n 10 python bench/search_levers.py --only agreement
+    nice -n 10 python bench/search_levers.py --only "now:" --exact --set tuning
 
 Each lever patches the ranking in this process (nothing is re-indexed: the variants that need other vectors
 embed them here) and prints, per question set and embedding provider, the paraphrase recall@5 and the MRR
-of all the set's questions. Every lever except the agreement rows runs with the agreement weight at 0 — the
-ranking before this round — so the rows compare with "before". The held-out set judges; choosing on it
-would make it a second tuning set.
+of all the set's questions (`--exact` adds exact-lookup recall@5). Every lever except the agreement rows and
+the `now:` rows runs with the agreement weight at 0 — the ranking before that round — so the rows compare with
+"before"; the `now:` rows run on the current ranking and compare with "now: current ranking". Choose on
+`--set tuning`, then measure `--set heldout` once: the held-out set judges; choosing on it would make it a
+second tuning set.
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.search_bench import CACHE, SETS, _config, evaluate, summarize  # noqa: E402
+from bench.search_bench import CACHE, SETS, _config, ensure_db, evaluate, summarize  # noqa: E402
 
 SUMMARY_LINE = re.compile(r"^\[(\d+)(?:-(\d+))?\]\s*(.*)$")  # the historian's `[a-b] U: … → A: …` lines
 _memo: dict[Any, Any] = {}
+CURRENT = ("now:",)  # levers measured on the current ranking (agreement 0.5 kept), not the one before this round
 
 
 @contextmanager
@@ -334,6 +338,134 @@ def weighted_compartment_match(title: float) -> Callable[..., Any]:
     return match
 
 
+def range_bm25(weight: float, *, prose_only: bool = True, k1: float = 1.2, b: float = 0.75) -> Callable[..., Any]:
+    """The compartment candidates re-ranked by RRF of their own rank and a BM25 over their range's messages taken
+    as one document (term frequency = messages of the range holding the query's content word, length = messages in
+    the range): a paraphrase's words scattered over several messages of one episode add up, which neither a single
+    message nor the summary sees. `weight` is the range ranking's RRF weight against the compartment lane's 1."""
+    from magic_context.search import lanes
+    from magic_context.search import text as st
+    from magic_context.store import search_index as idx
+
+    original = lanes.compartments
+
+    def compartments(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, limit: int) -> list[Any]:
+        hits = original(conn, pk, q, cutoff, limit)
+        words = st.content_words(q.text)
+        if len(hits) < 2 or not words or st.probes(q.text):
+            return hits
+        role = " AND role != 'tool'" if prose_only else ""
+        total = conn.execute(f"SELECT count(*) FROM message_text WHERE session_pk = ? AND ordinal <= ?{role}",
+                             (pk, cutoff)).fetchone()[0] or 1
+        spans = [(h.ordinal_start or 0, h.ordinal_end or 0) for h in hits]
+        lengths = [conn.execute(f"SELECT count(*) FROM message_text WHERE session_pk = ? AND ordinal BETWEEN ? AND ?"
+                                f"{role}", (pk, a, z)).fetchone()[0] for a, z in spans]
+        avg = max(1.0, sum(lengths) / len(lengths))
+        score = [0.0] * len(hits)
+        for w in words:
+            found = [r["ordinal"] for r in idx.match_messages(conn, pk, st.phrase(w), cutoff, 100_000,
+                                                              prose_only=prose_only)]
+            if not found or len(found) > total // 2:
+                continue
+            idf = math.log(1 + (total - len(found) + 0.5) / (len(found) + 0.5))
+            for i, (a, z) in enumerate(spans):
+                tf = sum(1 for o in found if a <= o <= z)
+                if tf:
+                    score[i] += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[i] / avg))
+        by_range = sorted(range(len(hits)), key=lambda i: -score[i])
+        fused = {i: 1 / (lanes.RRF_K + i) for i in range(len(hits))}
+        for rank, i in enumerate(by_range):
+            if score[i] > 0:
+                fused[i] += weight / (lanes.RRF_K + rank)
+        return [hits[i] for i in sorted(fused, key=lambda i: (-fused[i], i))]
+    return compartments
+
+
+def identifier_with_rest() -> Callable[[ExitStack], None]:
+    """An identifier many messages name as a filter: for each literal probe of a query that has other content words,
+    one more probe list — the probe's matches holding one of those words (`"fs.watch" AND ("theme" OR …)`), ranked
+    by BM25 of that expression and weighted by its own match count like every probe. Patched in as extra probes
+    whose FTS expression `lanes.st.phrase` passes through unquoted."""
+    from types import SimpleNamespace
+
+    from magic_context.records import replace
+    from magic_context.search import lanes
+    from magic_context.search import text as st
+
+    mark = "\x00expr:"
+    messages = lanes.messages
+
+    def phrase(value: str) -> str:
+        return value[len(mark):] if value.startswith(mark) else st.phrase(value)
+
+    def patched_messages(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, limit: int, **kw: Any) -> Any:
+        inside = {w for p in q.probes for w in st.content_words(p)}
+        rest = [w for w in st.content_words(q.text) if w not in inside]
+        if rest and q.probes:
+            q = replace(q, probes=[*q.probes, *(f"{mark}{st.phrase(p)} AND ({st.any_words(rest)})" for p in q.probes)])
+        return messages(conn, pk, q, cutoff, limit, **kw)
+
+    def apply(stack: ExitStack) -> None:
+        stack.enter_context(patched(lanes, "messages", patched_messages))
+        stack.enter_context(patched(lanes, "st", SimpleNamespace(**{**vars(st), "phrase": phrase})))
+    return apply
+
+
+def user_lane(weight: float) -> Callable[[ExitStack], None]:
+    """The person's own messages ranked alone (the loose ORed query over user rows only) as one more RRF list of the
+    message lane, at `weight`; skipped for autonomous harnesses (`scheduler.autonomous`), whose only user turn is
+    the task. Patched in through `lanes._fts_lists`, which the message lane calls once with `loose_kw`."""
+    from magic_context.search import lanes
+    from magic_context.store import search_index as idx
+    from magic_context.transform.scheduler import autonomous
+
+    ctx: dict[str, Any] = {}
+    messages, fts_lists = lanes.messages, lanes._fts_lists
+
+    def patched_messages(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, limit: int, **kw: Any) -> Any:
+        ctx.update(conn=conn, pk=pk, cutoff=cutoff, n=3 * limit)
+        try:
+            return messages(conn, pk, q, cutoff, limit, **kw)
+        finally:
+            ctx.clear()
+
+    def patched_lists(q: Any, fetch: Callable[..., Any], limit: int, *, loose_kw: bool = False) -> Any:
+        lists = fts_lists(q, fetch, limit, loose_kw=loose_kw)
+        if not (loose_kw and ctx and q.loose) or autonomous(str(idx.session_field(ctx["conn"], ctx["pk"], "harness"))):
+            return lists
+        users = idx._rows(ctx["conn"], "SELECT t.id, t.ordinal, t.role, t.at_ms, t.text FROM message_fts f "
+                                       "JOIN message_text t ON t.id = f.rowid WHERE message_fts MATCH ? "
+                                       "AND t.session_pk = ? AND t.ordinal <= ? AND t.role = 'user' "
+                                       "ORDER BY bm25(message_fts), t.ordinal LIMIT ?",
+                          (q.loose, ctx["pk"], ctx["cutoff"], ctx["n"]))
+        return [*lists, (weight, users)]
+
+    def apply(stack: ExitStack) -> None:
+        stack.enter_context(patched(lanes, "messages", patched_messages))
+        stack.enter_context(patched(lanes, "_fts_lists", patched_lists))
+    return apply
+
+
+def turn_forward(forward: int) -> Callable[[ExitStack], None]:
+    """A compartment hit whose range ends mid-turn also reaches on to the message before the next user message when
+    that one is at most `forward` messages on (never past the cutoff): the other half of a fold-split turn, after
+    `lanes.TURN_REACH` reached back for the first half."""
+    from magic_context.search import lanes
+    from magic_context.store import search_index as idx
+
+    original = lanes.compartments
+
+    def compartments(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, limit: int) -> list[Any]:
+        hits = original(conn, pk, q, cutoff, limit)
+        for h in hits:
+            b = h.ordinal_end or 0
+            following = idx._one(conn, "SELECT min(ordinal) FROM message_text WHERE session_pk = ? AND role = 'user' "
+                                       "AND ordinal > ? AND ordinal <= ?", (pk, b, min(cutoff, b + forward) + 1))
+            if following is not None:
+                h.ordinal_end = int(following) - 1
+        return hits
+    return lambda stack: stack.enter_context(patched(lanes, "compartments", compartments))
+
 def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
     """(name, providers, apply) — `apply` enters its patches on the stack."""
     from magic_context.search import engine, lanes
@@ -378,6 +510,21 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
              with_(lanes, "_semantic_messages", partial(message_vectors_from, v)))
             for v in ("inputs", "prose", "chunk300", "chunk600")]
     out += [("message hit range widened to its summary line", both, with_(engine, "search", widened_message_ranges))]
+    out += [("now: current ranking", both, set_()),
+            ("now: an identifier's matches holding the query's other words as one more probe list", both,
+             identifier_with_rest())]
+    out += [(f"now: range BM25 re-rank {w}", both, with_(lanes, "compartments", partial(range_bm25, w)))
+            for w in (0.5, 1.0)]
+    out += [(f"now: the user's messages ranked alone (loose query), RRF weight {w}", both, user_lane(w))
+            for w in (0.25, 0.5)]
+    out += [("now: compartment hit keeps its own range (TURN_REACH 0, the ranking before)", both,
+             set_(TURN_REACH=0)),
+            ("now: compartment hit reaches back to its turn's user message within 16", both, set_(TURN_REACH=16)),
+            ("now: compartment hit also reaches on to the next user message within 8", both, turn_forward(8))]
+    out += [("now: range BM25 re-rank 0.5, tool rows too", both,
+             with_(lanes, "compartments", partial(range_bm25, 0.5, prose_only=False))),
+            ("now: range BM25 re-rank 0.5, b=0", both, with_(lanes, "compartments", partial(range_bm25, 0.5, b=0.0))),
+            ("now: range BM25 re-rank 0.25", both, with_(lanes, "compartments", partial(range_bm25, 0.25)))]
     from magic_context.store import search_index
 
     out += [(f"compartment title weight {w} in BM25", both,
@@ -385,27 +532,35 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
     return out
 
 
-def measure(providers: tuple[str, ...]) -> dict[tuple[str, str], dict[str, float]]:
-    """(set, provider) → paraphrase recall@5 and MRR over all the set's sessions."""
+def measure(providers: tuple[str, ...], sets: tuple[str, ...] = tuple(SETS)) -> dict[tuple[str, str], dict[str, float]]:
+    """(set, provider) → paraphrase recall@5, MRR and exact-lookup recall@5 over all the set's sessions."""
     totals: dict[tuple[str, str], list[float]] = {}
     for name, folder in SETS.items():
+        if name not in sets:
+            continue
         for path in sorted(folder.glob("*.json")):
             spec = json.loads(path.read_text())
-            db = CACHE / (Path(spec["session"]).stem + ".db")
+            db = ensure_db(spec, False)
             for provider in providers:
                 rows = evaluate(db, spec, provider)["rows"]
-                pa, every = summarize(rows, ("paraphrase",)), summarize(rows)
-                t = totals.setdefault((name, provider), [0.0, 0.0, 0.0, 0.0])
+                pa, every, ex = summarize(rows, ("paraphrase",)), summarize(rows), summarize(rows, ("exact",))
+                t = totals.setdefault((name, provider), [0.0] * 6)
                 t[0] += pa["r5"] * pa["n"]
                 t[1] += pa["n"]
                 t[2] += every["mrr"] * every["n"]
                 t[3] += every["n"]
-    return {k: {"pa": v[0] / max(1, v[1]), "mrr": v[2] / max(1, v[3])} for k, v in totals.items()}
+                t[4] += ex["r5"] * ex["n"]
+                t[5] += ex["n"]
+    return {k: {"pa": v[0] / max(1, v[1]), "mrr": v[2] / max(1, v[3]), "ex": v[4] / max(1, v[5])}
+            for k, v in totals.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", help="run only the levers whose name contains this")
+    parser.add_argument("--set", choices=[*SETS, "both"], default="both",
+                        help="question set(s) to measure: judge on heldout only once a lever is chosen on tuning")
+    parser.add_argument("--exact", action="store_true", help="also print exact-lookup recall@5 in each cell")
     args = parser.parse_args(argv)
     os.environ.setdefault("MAGIC_CONTEXT_STORAGE_DIR", str(CACHE / "data"))
     os.environ.setdefault("MAGIC_CONTEXT_CONFIG_DIR", str(CACHE / "config"))
@@ -417,11 +572,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and args.only not in name:
             continue
         with ExitStack() as stack:
-            if not name.startswith(("agreement", "before")):
+            if not name.startswith(("agreement", "before", *CURRENT)):
                 stack.enter_context(patched(lanes, "AGREEMENT_WEIGHT", 0.0))
             apply(stack)
-            got = measure(providers)
-        cells = [f"{got[(s, p)]['pa']:.2f} / {got[(s, p)]['mrr']:.2f}" if (s, p) in got else "–"
+            got = measure(providers, tuple(SETS) if args.set == "both" else (args.set,))
+        cells = [(f"{got[(s, p)]['pa']:.2f} / {got[(s, p)]['mrr']:.2f}"
+                  + (f" / {got[(s, p)]['ex']:.2f}" if args.exact else "")) if (s, p) in got else "–"
                  for s in ("tuning", "heldout") for p in ("off", "local")]
         print(f"| {name} | {' | '.join(cells)} |", flush=True)
     return 0

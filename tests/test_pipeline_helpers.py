@@ -283,3 +283,25 @@ def test_recorded_usage_is_only_for_the_reply_right_after_its_prompt_and_an_unre
         assert recorded([0, 1, 2], [(raw_store.COMPACTED, 1)]) is None  # any harness compaction
     finally:
         conn.close()
+
+
+def test_protected_count_is_the_configs_else_the_harness_default_and_a_project_file_only_raises_it(tmp_path) -> None:
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from magic_context import paths
+    from magic_context.config.hot import load_hot
+
+    def count(harness: str) -> int:
+        p = SimpleNamespace(inp=SimpleNamespace(harness=harness), hot=load_hot(tmp_path))
+        return pipeline._protected_count(p)
+
+    assert (count(m.ANTHROPIC), count(m.OPENAI)) == (20, 5)  # interactive callers, autonomous runs
+    project_file = tmp_path / ".magic-context.toml"
+    project_file.write_text("protected_tags = 30\n")
+    assert (count(m.ANTHROPIC), count(m.OPENAI)) == (30, 30)  # the untrusted project file may raise it (only)
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("protected_tags = 3\n")
+    project_file.unlink()
+    assert (count(m.ANTHROPIC), count(m.OPENAI)) == (3, 3)  # the user's own value may lower it

@@ -128,7 +128,9 @@ def _at(now: int, used: int, limit: int, session: str, messages: list) -> dict:
             "usage": {"input_tokens": used, "output_tokens": 10}, "messages": messages}
 
 
-def test_a_pass_over_the_threshold_drops_the_oldest_outputs_and_later_passes_keep_them_dropped() -> None:
+def test_a_pass_over_the_threshold_drops_the_oldest_outputs_and_later_passes_keep_them_dropped(isolated_dirs) -> None:
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)  # the figures below are for a 65% threshold
+    (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 65\n", encoding="utf-8")
     messages = _tools(40)
     _, rep, _ = serve(_at(NOW, 1000, 20_000, "over", messages))
     assert (rep["pass"], rep["threshold_percent"], rep["tags"], rep["raw_written"]) == ("fold", 65.0, 43, 83)
@@ -269,3 +271,181 @@ def test_an_sqlite_error_during_a_pass_is_a_storage_error_that_names_it() -> Non
         pipeline.run(protocol.read_input(envelope([U1], NOW + 1000), {}))
     assert caught.value.message == "database error: no such table: sessions"
     assert caught.value.fix == "run `mc doctor` to diagnose"
+
+
+def _publish(session: str, end: int, harness: str = "anthropic") -> None:
+    """A compartment the historian published over ordinals 0..end (as `mc wrapup` or a background run would),
+    and a memory of the session's project."""
+    from magic_context import project
+    from magic_context.memory import engine
+    from magic_context.store import compartments, db, sessions
+
+    conn = db.open_db()
+    try:
+        with db.atomic(conn):
+            pk = sessions.lookup_session(conn, harness, session)[0]
+            compartments.insert(conn, pk, sequence=1, start=0, end=end, start_message_id=None, end_message_id=None,
+                                title="the bug", p1="read a.py, fixed it", p2="", p3="", p4="", content="read a.py",
+                                importance=50, episode_type=None, start_time=None, end_time=None, now_ms=NOW)
+        engine.add(conn, project.identity("/tmp"), "tests run on real SQLite", "PROJECT_RULES", now_ms=NOW)
+    finally:
+        conn.close()
+
+
+def test_published_history_folds_on_the_next_busting_pass_and_stays_folded() -> None:
+    """`_refold`: a compartment published between passes leaves the served array only on a pass that busts
+    anyway (a defer pass replays the frozen watermark), and the new watermark is stored for the passes after."""
+    history = [U1, A1, R1, A2, U2]
+    first, _, _ = serve(envelope(history, NOW))
+    _publish("passes", 2)  # covers U1, A1 and R1
+    out, rep, _ = serve(envelope(history, NOW + 1000))
+    assert rep["pass"] == "defer" and out["messages"] == first["messages"]  # not folded yet: same bytes
+
+    newer = [*history, {"role": "assistant", "content": "Anything else?"}, {"role": "user", "content": "no"}]
+    out, rep, last = serve(envelope(newer, NOW + 2000, system="Be long."))
+    assert rep == report("fold", "system prompt changed", before=27, after=117, tags=4, usage=118, new_tags=2,
+                         written=2)  # measured before the fold: the usage still counts the folded messages
+    assert last == 6
+    assert out["messages"][0]["content"][0]["text"] == \
+        "<session-history>\n## 0-2 · the bug\nread a.py, fixed it\n</session-history>\n\n" \
+        "<project-memory>\n<PROJECT_RULES>\n#1: tests run on real SQLite\n</PROJECT_RULES>\n</project-memory>"
+    assert out["messages"][2:] == [{"role": "assistant", "content": "§4§ Fixed it."},
+                                   {"role": "user", "content": "§5§ thanks"},
+                                   {"role": "assistant", "content": "§6§ Anything else?"},
+                                   {"role": "user", "content": "§7§ no"}]
+    folded = out
+
+    out, rep, _ = serve(envelope(newer, NOW + 3000, system="Be long."))
+    assert rep == report("defer", "defer: within threshold, cache warm", before=27, after=117, tags=4, usage=117)
+    assert out["messages"] == folded["messages"]  # the watermark and the new tags were stored
+    out, rep, _ = serve(envelope(newer, NOW + 4000, system="Be long.", model="claude-opus-5"))
+    assert rep == report("fold", "model changed", before=27, after=117, tags=4, usage=117)  # nothing new to fold
+    assert out["messages"] == folded["messages"]
+
+    from pathlib import Path
+
+    from magic_context import paths
+
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("[compaction]\nenabled = false\n")  # turned off: the stored fold no longer applies
+    out, rep, _ = serve(envelope(newer, NOW + 5000, system="Be long.", model="claude-opus-5"))
+    assert [m["content"] for m in out["messages"][2:4]] == ["fix the bug", A1["content"]]
+
+
+def test_after_a_fold_the_folded_lead_is_decoded_skimmed_and_an_edit_there_is_still_seen(monkeypatch) -> None:
+    """`_decode_and_sync`: once history is folded the next pass decodes the folded lead without its blocks
+    (one decode, the skim holds); a harness edit inside that lead makes the raw store refuse the skim, and the
+    whole decode then shows the rewrite (a HARD fold), never a stale defer."""
+    from magic_context.wire import anthropic
+
+    history = [U1, A1, R1, A2, U2]
+    serve(envelope(history, NOW))
+    _publish("passes", 2)
+    folded, _, _ = serve(envelope(history, NOW + 1000, system="Be long."))  # busts: folds U1, A1, R1
+    calls: list[int] = []
+    real_decode = anthropic.decode
+
+    def decode(messages, skim=0):
+        calls.append(skim)
+        return real_decode(messages, skim=skim)
+
+    monkeypatch.setattr(anthropic, "decode", decode)
+    out, rep, _ = serve(envelope(history, NOW + 2000, system="Be long."))
+    assert calls == [3] and rep["pass"] == "defer" and out["messages"] == folded["messages"]
+    calls.clear()
+    edited = [{"role": "user", "content": "fix the other bug"}, A1, R1, A2, U2]
+    from magic_context.transform import pipeline, protocol
+
+    lkg = pipeline.run(protocol.read_input(json.loads(json.dumps(envelope(edited, NOW + 2500, system="Be long."))),
+                                           {}), readonly=True)
+    assert calls == [3, 0] and lkg.report["raw_written"] == 0  # a read-only pass stores not even a failed skim's edit
+    calls.clear()
+    _, rep, _ = serve(envelope(edited, NOW + 3000, system="Be long."))
+    assert calls == [3, 0]  # the skim did not hold: decoded again, whole
+    assert (rep["pass"], rep["reason"], rep["raw_written"]) == ("fold", "history rewritten by the harness (edited)", 1)
+
+
+def test_a_read_only_pass_writes_no_raw_history() -> None:
+    """Last known good replays what is stored: a message it has not seen is served raw and never stored."""
+    from magic_context.store import db
+    from magic_context.transform import pipeline, protocol
+
+    serve(envelope([U1], NOW))
+    document = json.loads(json.dumps(envelope([U1, A2], NOW + 1000)))  # a copy: the pass edits it in place
+    result = pipeline.run(protocol.read_input(document, {}), readonly=True)
+    assert result.report["raw_written"] == 0 and result.prompt_ordinal is None
+    assert result.document["messages"][-1] == {"role": "assistant", "content": "Fixed it."}  # no tag: raw
+    conn = db.open_db()
+    try:
+        assert conn.execute("SELECT count(*) FROM raw_messages").fetchone()[0] == 1
+    finally:
+        conn.close()
+
+
+def test_a_refolding_pass_runs_every_lane_on_the_refolded_tags() -> None:
+    """`_refold` hands the drop lanes the refolded view whole: a queued ctx_reduce drop lands by its tag number,
+    a new oversized paste is previewed and stored as a drop, the age lane and the reclaim see the newest tag;
+    the next pass serves the same bytes."""
+    from magic_context.store import db, pending, sessions
+
+    messages = _tools(40)
+    serve(_at(NOW, 1000, 100_000, "lanes", messages))
+    _publish("lanes", 10)  # start and the first five tool arcs
+    conn = db.open_db()
+    try:
+        pending.queue(conn, sessions.lookup_session(conn, "anthropic", "lanes")[0], [30], forced=True, now_ms=NOW)
+    finally:
+        conn.close()
+    more = [*messages, {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "PASTE " + "word " * 10_100}]  # over a tenth of the window: a preview
+    out, rep, _ = serve(_at(NOW + 2000, 60_000, 100_000, "lanes", more))
+    assert rep == {**rep, "pass": "execute", "reason": "usage 64.1% ≥ threshold 40%", "tokens_before": 14741,
+                   "tokens_after": 6328, "tags": 39, "dropped": 20, "new_drops": 20, "pending_drops": 0,
+                   "new_tags": 2, "historian": "idle", "warnings": []}
+    text = json.dumps(out)
+    assert [i for i in range(40) if f"OUT{i} " in text] == [*range(23, 28), *range(29, 40)]  # tag 30 is OUT28
+    assert out["messages"][1]["content"][0]["text"].startswith(
+        "<session-history-since>\n<new-compartments>\n## 0-10 · the bug\n")
+    assert out["messages"][-1]["content"].startswith("[preview §45§: 1 lines, ~10,102 tokens")
+    again, rep, _ = serve(_at(NOW + 3000, 60_000, 100_000, "lanes", more))
+    assert (rep["pass"], rep["dropped"], rep["new_drops"]) == ("execute", 20, 0)
+    assert again["messages"] == out["messages"]
+
+
+def test_a_pass_records_the_model_and_window_and_the_date_stays_frozen_until_a_bust() -> None:
+    """The session row keeps the model and window the last pass ran under (`mc status`); the guidance's date
+    line is stored with the pass, so a defer pass after midnight serves yesterday's date (the same bytes) and
+    only the next bust moves it."""
+    from magic_context.store import db
+
+    midnight = 1_764_028_800_000  # 2025-11-25 00:00 UTC
+    out, _, _ = serve(dict(envelope([U1], midnight - 60_000), session_id="dated"))
+    assert out["system"].endswith("Today's date: 2025-11-24")
+    conn = db.open_db()
+    try:
+        row = conn.execute("SELECT model_key, context_limit FROM sessions WHERE session_id = 'dated'").fetchone()
+    finally:
+        conn.close()
+    assert tuple(row) == ("anthropic/claude-sonnet-4-5", 200_000)
+    again, rep, _ = serve(dict(envelope([U1], midnight + 60_000), session_id="dated"))
+    assert rep["pass"] == "defer" and again["system"] == out["system"]
+    moved, rep, _ = serve(dict(envelope([U1], midnight + 120_000, model="claude-opus-5"), session_id="dated"))
+    assert rep["pass"] == "fold" and moved["system"].endswith("Today's date: 2025-11-25")
+
+
+def test_the_head_keeps_its_first_time_after_the_messages_it_took_it_from_are_folded() -> None:
+    """Pi serves the head with a timestamp: the first message's time, stored with the pass (`head_created_at`),
+    so a fold that removes that message leaves the head's bytes as they were."""
+    t0 = NOW - 60_000
+    history = [{"role": "user", "content": "fix the bug", "timestamp": t0},
+               {"role": "assistant", "content": [{"type": "text", "text": "Fixed it."}], "timestamp": t0 + 1000},
+               {"role": "user", "content": "thanks", "timestamp": t0 + 2000}]
+    document = {"messages": history, "harness": "pi", "session_id": "timed", "project_dir": "/tmp", "now": NOW,
+                "model": {"provider": "anthropic", "id": "claude-sonnet-4-5"}}
+    out, _, _ = serve(document)
+    assert [m["timestamp"] for m in out["messages"]] == [t0, t0, t0, t0 + 1000, t0 + 2000]
+    _publish("timed", 1, harness="pi")
+    out, rep, _ = serve(dict(document, now=NOW + 1000, model={"provider": "anthropic", "id": "claude-opus-5"}))
+    assert rep["reason"] == "model changed" and len(out["messages"]) == 3  # the head and "thanks"
+    assert [m["timestamp"] for m in out["messages"]] == [t0, t0, t0 + 2000]

@@ -30,7 +30,7 @@ def test_user_config_is_honoured_and_no_user_config_ignores_it(isolated_dirs: di
 
     clean = replay(SUBAGENT, context_limit=20_000, strategies=["mc"], user_config=False).to_dict()
     assert clean["config"] == {"source": "defaults", "file": None}
-    assert _mc(clean)["threshold_percent"] == 65  # the built-in default for a window under 40k tokens
+    assert _mc(clean)["threshold_percent"] == 50  # the built-in default: 40% raised to 10 000 tokens of 20 000
     assert user.read_text(encoding="utf-8") == "execute_threshold_percentage = 55\n"  # never written
 
 

@@ -64,9 +64,19 @@ def test_default_threshold_by_harness() -> None:
     assert scheduler.default_threshold("openai") == 40.0
     for harness in ("anthropic", "opencode", "pi", "responses", ""):
         assert scheduler.default_threshold(harness) == 40.0
-        assert scheduler.default_threshold(harness, 39_999) == 65.0  # a small window: mostly fixed parts
+        assert scheduler.default_threshold(harness, 14_400) == 65.0  # a small window: mostly fixed parts
         assert not scheduler.autonomous(harness)
     assert scheduler.autonomous("openai")
+
+
+@pytest.mark.parametrize(("limit", "expected"), [
+    (None, 40.0), (200_000, 40.0), (36_000, 40.0), (29_000, 40.0), (25_000, 40.0),  # 40% once that is ≥ 10 000
+    (20_000, 50.0), (16_000, 62.5), (15_385, 65.0), (14_400, 65.0), (3_000, 65.0),  # raised to 10 000, ≤ 65%
+])
+def test_interactive_sessions_bust_at_40_percent_but_not_below_10000_tokens(limit, expected) -> None:
+    """#13's re-sweep of the small Pi windows: 40% was cheapest at 36k and 29k, 50% at 20k, 65% at 14.4k."""
+    for harness in ("pi", "anthropic", "opencode", "responses", ""):
+        assert scheduler.default_threshold(harness, limit) == expected
 
 
 @pytest.mark.parametrize(("limit", "expected"), [

@@ -117,13 +117,22 @@ def test_merge_applies_source_boosts_and_lane_order() -> None:
     assert engine.BOOST == {"memory": 1.3, "message": 1.15, "compartment": 1.15, "git_commit": 1.2, "note": 1.0}
 
 
-def test_a_compartment_holding_the_best_message_outranks_one_ranked_above_it_by_its_summary(conn) -> None:
+def zebra_and_walrus(conn) -> int:
+    """A synthetic session folded into two indexed compartments (0-4 "Zebra parser", 5-10 "Walrus module")."""
     pk = session_with_history(conn, fold_through=None)
     fold(conn, pk, 0, 4, "Zebra parser")
     fold(conn, pk, 5, 10, "Walrus module")
     indexer.index_session(conn, pk, now_ms=NOW)
-    text = "walrus renamed"
-    q = lanes.Query(text, st.probes(text), st.sanitize(text), st.any_words(text))
+    return pk
+
+
+def query(text: str) -> lanes.Query:
+    return lanes.Query(text, st.probes(text), st.sanitize(text), st.any_words(text))
+
+
+def test_a_compartment_holding_the_best_message_outranks_one_ranked_above_it_by_its_summary(conn) -> None:
+    pk = zebra_and_walrus(conn)
+    q = query("walrus renamed")
 
     def order(weight: float) -> list[int]:
         summary = [lanes.Hit("compartment", 1, 0.9, "fts", "s", pk, 0, 4), lanes.Hit("compartment", 2, 0.8, "fts", "s",
@@ -305,3 +314,40 @@ def test_result_text_is_capped_at_4096_tokens() -> None:
     assert text.endswith(f"({50 - kept} result(s) omitted to fit the output budget — refine the query or lower the "
                          "limit)")
     assert fmt.EXPAND_HINT in text
+
+
+def test_a_compartment_hit_reaches_back_to_the_request_a_fold_split_from_its_answer(conn, monkeypatch) -> None:
+    from magic_context.tools.expand import expand_range
+
+    pk = session_with_history(conn, fold_through=None)
+    fold(conn, pk, 0, 2, "Flaky parser request")  # the fold ended mid-turn: the request (0) and the failing run
+    fold(conn, pk, 3, 8, "Committed the stripe fix", content="A: miscounts stripes; committed 3f9a1c2")
+    fold(conn, pk, 9, 10, "Renamed walrus to pinniped")  # begins with the person's next request
+    indexer.index_session(conn, pk, now_ms=NOW)
+
+    def compartment_hits(query: str) -> dict[str, lanes.Hit]:
+        hits = run(conn, query, pk, sources=["message"]).hits
+        return {h.title: h for h in hits if h.source == "compartment"}
+
+    fix = compartment_hits("committed stripe fix")["Committed the stripe fix"]
+    assert (fix.ordinal_start, fix.ordinal_end) == (0, 8)  # back to the request at 0, so expand shows it
+    assert (fix.extra["compartment_start"], fix.extra["compartment_end"]) == (3, 8)
+    assert "Please fix the flaky zebra parser" in expand_range(conn, pk, fix.ordinal_start, fix.ordinal_end).text
+    rename = compartment_hits("renamed walrus pinniped")["Renamed walrus to pinniped"]
+    assert (rename.ordinal_start, rename.ordinal_end) == (9, 10)  # already starts at a request: unchanged
+    monkeypatch.setattr(lanes, "TURN_REACH", 2)  # the request lies 3 back: out of reach, the range is the compartment's
+    fix = compartment_hits("committed stripe fix")["Committed the stripe fix"]
+    assert (fix.ordinal_start, fix.ordinal_end) == (3, 8)
+
+
+def test_agreement_counts_only_the_messages_a_compartment_summarizes(conn) -> None:
+    pk = zebra_and_walrus(conn)
+    q = query("zebra parser miscounts")
+    # compartment 2's range reaches back to 0 (as TURN_REACH would stretch it) but it summarizes 5-10 only: the best
+    # message (3) is not its own, so compartment 1 (which summarizes 0-4) keeps the agreement and the lead
+    summary = [lanes.Hit("compartment", 2, 0.9, "fts", "s", pk, 0, 10, extra={"compartment_start": 5,
+                                                                            "compartment_end": 10}),
+               lanes.Hit("compartment", 1, 0.8, "fts", "s", pk, 0, 4, extra={"compartment_start": 0,
+                                                                           "compartment_end": 4})]
+    hits = lanes.messages(conn, pk, q, 10, 10, compartment_hits=summary)
+    assert [h.id for h in hits if h.source == "compartment"] == [1, 2]

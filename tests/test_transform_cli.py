@@ -451,10 +451,11 @@ def test_execute_threshold_default_depends_on_the_workload(mc, isolated_dirs, do
     assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected
 
 
-def test_a_small_window_gets_the_65_percent_default_on_every_harness(mc, isolated_dirs) -> None:
-    """Below 40 000 tokens 40% of the window is mostly fixed parts, so mc would bust on most passes
-    (scheduler.SMALL_WINDOW); a configured threshold still applies as set."""
-    for limit, expected in (("39999", 65.0), ("40000", 40.0)):
+def test_a_small_window_gets_a_raised_default_on_every_harness(mc, isolated_dirs) -> None:
+    """A request may reach 10 000 tokens before the default threshold busts (at most 65%): under that, 40% of
+    the window is mostly fixed parts, so mc would bust on most passes (scheduler.INTERACTIVE_MIN_TRIGGER_TOKENS);
+    a configured threshold still applies as set."""
+    for limit, expected in (("14400", 65.0), ("20000", 50.0), ("25000", 40.0)):
         result, _out = run(mc, envelope(PI_ARRAY, harness="pi"), "--report", "--context-limit", limit)
         assert result.returncode == 0, result.stderr.decode()
         assert json.loads(result.stderr.decode().strip().splitlines()[-1])["threshold_percent"] == expected

@@ -588,7 +588,7 @@ def test_the_report_line_is_compact_json_with_unicode_kept(capsys) -> None:
     assert hook.main(["--report"], stdin=io.BytesIO(at(NOW + 1000, 14_000)), stdout=io.BytesIO()) == ExitCode.OK
     line = capsys.readouterr().err
     assert line.endswith("}\n") and line.count("\n") == 1
-    assert '"reason":"usage 70.0% ≥ threshold 65%"' in line and ", " not in line.replace("; ", "")
+    assert '"reason":"usage 70.0% ≥ threshold 50%"' in line and ", " not in line.replace("; ", "")
 
 
 def test_the_smallest_context_limit_is_one() -> None:
@@ -614,7 +614,9 @@ def test_the_last_known_good_report_is_the_replayed_pass_with_its_own_warnings_f
 
 
 def test_a_parsed_document_is_used_as_given() -> None:
-    document = {"messages": [USER], "harness": "pi", "session_id": "given", "project_dir": "/tmp", "now": NOW}
+    # a copy of USER: the pass edits a parsed document in place (serve_pass's contract), which would leak
+    # "§1§ " into every later test that serves USER (mutmut orders the tests its own way)
+    document = {"messages": [dict(USER)], "harness": "pi", "session_id": "given", "project_dir": "/tmp", "now": NOW}
     served = hook.serve_pass(b"not json: the caller parsed it already", {}, document=document)
     assert served.inp.session_id == "given" and json.loads(served.output)["messages"][-1]["content"] == "§1§ hello"
 

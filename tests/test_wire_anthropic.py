@@ -635,6 +635,10 @@ def test_sample_round_trips_and_an_assigned_input_is_written_even_when_none() ->
     ([{"role": "x" * 50, "content": "a"}],
      f"anthropic messages[0].role: unknown role '{'x' * 40}' (expected user, assistant or system)"),
     ([{"content": "a"}], "anthropic messages[0].role: unknown role null (expected user, assistant or system)"),
+    ([{"role": 5, "content": "a"}],
+     "anthropic messages[0].role: unknown role number (expected user, assistant or system)"),
+    ([{"role": ["user"], "content": "a"}],  # unhashable: never looked up in the role table
+     "anthropic messages[0].role: unknown role array (expected user, assistant or system)"),
     ([{"role": "user", "content": 5}],
      "anthropic messages[0].content: expected a string or an array of blocks, got number"),
     ([{"role": "user", "content": ["x"]}],
@@ -652,3 +656,34 @@ def test_bad_shapes_say_exactly_what_was_found(doc: object, message: str) -> Non
     with pytest.raises(BadInput) as err:
         anthropic.decode(doc)  # type: ignore[arg-type]
     assert str(err.value) == message
+
+
+def test_decode_keys_every_block_kind_by_its_index_and_reads_loose_reasoning_and_media() -> None:
+    """Keys address blocks within their message (tags, drops); unsigned thinking and URL media decode too."""
+    url_image = {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png", "media_type": 5}}
+    doc = [{"role": "assistant", "content": [
+        {"type": "thinking"},  # no text, no signature
+        {"type": "redacted_thinking", "data": "r=="},
+        url_image,
+        {"type": "document", "source": {"type": "file", "file_id": "f1", "url": "https://x.test/b.pdf"}},
+        {"type": "mystery"},
+        {"type": "tool_result", "tool_use_id": "t", "content": "out"},
+    ]}]
+    blocks = anthropic.decode(doc)[0].blocks
+    assert [b.key for b in blocks] == ["p0", "p1", "p2", "p3", "p4", "p5"]
+    think, redacted, image, document, opaque, result = blocks
+    assert (think.kind, think.text, think.meta) == (m.REASONING, "", None)
+    assert (redacted.kind, redacted.meta) == (m.REASONING, {"redacted": "r=="})
+    assert (image.kind, image.media_type, image.meta) == (m.MEDIA, None, {"url": "https://x.test/a.png"})
+    assert (document.kind, document.meta) == (m.MEDIA, None)  # only base64 and url sources carry a payload
+    assert (opaque.kind, result.kind) == (m.OPAQUE, m.TOOL_RESULT)
+    odd = anthropic.decode([{"role": "assistant", "content": [{"type": "thinking", "thinking": 3}]}])
+    assert odd[0].blocks[0].text == ""
+
+
+def test_skimmed_messages_keep_their_index_and_original() -> None:
+    doc = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
+    msgs = anthropic.decode(doc, skim=2)
+    assert [(x.ordinal, x.raw, x.blocks) for x in msgs[:2]] == [(0, doc[0], []), (1, doc[1], [])]
+    assert all(x.raw is raw for x, raw in zip(msgs, doc, strict=True))
+    assert msgs[2].ordinal == 2 and msgs[2].blocks[0].text == "c"

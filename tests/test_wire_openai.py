@@ -410,6 +410,17 @@ def test_tool_names_skip_junk() -> None:
                            "assistant or tool)"),
     ([{"content": "a"}], "openai messages[0].role: unknown role null (expected system, developer, user, assistant or "
                          "tool)"),
+    ([{"role": 5}], "openai messages[0].role: unknown role number (expected system, developer, user, assistant or "
+                    "tool)"),
+    ([{"role": {"user": 1}}], "openai messages[0].role: unknown role object (expected system, developer, user, "
+                              "assistant or tool)"),  # unhashable: never looked up in the role table
+    ([{"role": "user", "content": [3]}], "openai messages[0].content[0]: expected an object, got number"),
+    ([{"role": "assistant", "content": 5}], "openai messages[0].content: expected a string, an array of parts or "
+                                            "null, got number"),
+    ([{"role": "assistant", "tool_calls": [{"id": "c"}]}],
+     "openai messages[0].tool_calls[0].function: expected an object, got null"),
+    ([{"role": "tool", "content": "x", "tool_call_id": 7}],
+     "openai messages[0].tool_call_id: expected a string, got number"),
     ([{"role": "user", "content": 5}], "openai messages[0].content: expected a string, an array of parts or null, got "
                                        "number"),
     ([{"role": "user", "content": [{"type": "text", "text": "a"}, None]}],
@@ -527,3 +538,134 @@ def test_content_keeps_or_becomes_a_string_when_one_text_is_left() -> None:
                           {"role": "assistant", "content": "y"}])
     msgs[0].blocks, msgs[1].blocks = [], []
     assert [x["content"] for x in openai.encode(msgs)] == ["", None]
+
+
+def test_data_url_type_reads_the_type_of_a_data_url_only() -> None:
+    assert openai.data_url_type("data:image/png;base64,AAAA") == "image/png"
+    assert openai.data_url_type("data:text/plain;charset=utf-8;base64,aGk=") == "text/plain"
+    assert openai.data_url_type("data:text/csv,a,b") == "text/csv"
+    assert openai.data_url_type("data:,hi") is None
+    assert openai.data_url_type("https://x.test/a.png") is None
+    assert openai.data_url_type(None) is None
+
+
+def test_decode_keys_media_and_opaque_parts_and_reads_file_and_url_less_parts() -> None:
+    doc = [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"detail": "low"}},  # no url
+        {"type": "file", "file": {"file_data": "data:application/pdf;base64,JVBE", "filename": "a.pdf"}},
+        {"type": "input_audio", "input_audio": {"data": "x"}},  # no format
+        {"type": "refusal", "refusal": "no"},
+    ]}, {"role": "user", "content": "plain"}, {"role": "user", "content": ""}]
+    msgs = openai.decode(doc)
+    image, file, audio, other = msgs[0].blocks
+    assert [b.key for b in msgs[0].blocks] == ["p0", "p1", "p2", "p3"]
+    assert [(b.kind, b.media_type, b.meta) for b in (image, file, audio)] == [
+        (m.MEDIA, None, None), (m.MEDIA, "application/pdf", None), (m.MEDIA, None, None)]
+    assert other.kind == m.OPAQUE
+    plain, = msgs[1].blocks
+    assert (plain.text, plain.original, plain.changed) == ("plain", "plain", False)
+    assert msgs[2].blocks == []  # empty string content: nothing to tag or drop
+
+
+def test_a_call_with_both_function_and_custom_is_read_as_a_function_call() -> None:
+    doc = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"},
+         "custom": {"name": "g", "input": "x"}}]}]
+    call, = openai.decode(doc)[0].blocks
+    assert (call.tool_name, call.input) == ("f", {"a": 1})
+
+
+def test_reasoning_text_reads_each_details_entry_by_text_else_summary() -> None:
+    doc = [{"role": "assistant", "content": "x", "reasoning": {"effort": "high"}, "reasoning_details": [
+        {"type": "reasoning.summary", "summary": "S"}, {"type": "reasoning.text", "text": "T", "summary": "no"},
+        {"type": "reasoning.encrypted", "data": "E"}, "junk"]}]
+    blocks = openai.decode(doc)[0].blocks
+    assert [(b.key, b.text) for b in blocks] == [("r:reasoning", ""), ("r:reasoning_details", "S\nT"), ("c", "x")]
+
+
+def test_skimmed_messages_get_id_digest_role_index_and_original_only() -> None:
+    doc = [{"role": "system", "content": "sys"}, {"role": "user", "content": "a"},
+           {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
+    whole = openai.decode(copy.deepcopy(doc))
+    msgs = openai.decode(doc, skim=3)
+    assert [(x.id, x.digest, x.role, x.ordinal) for x in msgs] == [(x.id, x.digest, x.role, x.ordinal) for x in whole]
+    assert all(x.digest for x in msgs)
+    assert [len(x.blocks) for x in msgs] == [1, 0, 0, 1]  # system messages are always decoded whole
+    assert all(x.raw is raw for x, raw in zip(msgs, doc, strict=True))
+
+
+def test_fresh_blocks_in_a_kept_assistant_message_are_written_into_it() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    msgs = openai.decode([{"role": "assistant", "content": "hi", "reasoning_content": "old", "tool_calls": [call]}])
+    msgs[0].blocks = [b for b in msgs[0].blocks if b.kind != m.REASONING] + [
+        # a fresh block keyed like the removed one does not keep its field
+        m.Block(m.REASONING, text="t", meta={"field": "reasoning", "value": {"v": 1}}, key="r"),
+        m.Block(m.REASONING, text="plain", meta={"field": "reasoning_details"}),
+        m.Block(m.REASONING, text="signed", meta={"signature": "s"}),  # another provider's: dropped
+        m.Block(m.TOOL_CALL, tool_id="c2", tool_name="read", input={"path": "a"})]
+    assert openai.encode(msgs) == [{"role": "assistant", "content": "hi", "reasoning": {"v": 1},
+                                    "reasoning_details": "plain", "tool_calls": [call, {
+                                        "id": "c2", "type": "function",
+                                        "function": {"name": "read", "arguments": '{"path":"a"}'}}]}]
+
+
+def test_function_call_goes_with_its_block_whatever_other_opaque_parts_stay() -> None:
+    msgs = openai.decode([{"role": "assistant", "content": [{"type": "text", "text": "a"},
+                                                            {"type": "refusal", "refusal": "no"}],
+                           "function_call": {"name": "old", "arguments": "{}"}}])
+    msgs[0].blocks = [b for b in msgs[0].blocks if b.key != "f"]
+    assert "function_call" not in openai.encode(msgs)[0]
+
+
+def test_fresh_media_in_kept_messages_is_an_image_part_only_for_a_user() -> None:
+    msgs = openai.decode([{"role": "user", "content": [{"type": "text", "text": "see"}]},
+                          {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}])
+    image = m.Block(m.MEDIA, media_type="image/png", meta={"url": "https://x.test/a.png"})
+    msgs[0].blocks.append(image)
+    msgs[1].blocks.append(image)
+    user, assistant = openai.encode(msgs)
+    assert user["content"][1] == {"type": "image_url", "image_url": {"url": "https://x.test/a.png"}}
+    assert assistant["content"][1] == {"type": "text", "text": "[image/png attachment omitted]"}
+
+
+def test_a_kept_tool_message_without_its_result_or_with_another_one() -> None:
+    doc = [{"role": "tool", "tool_call_id": "c1", "content": "out"}]
+    msgs = openai.decode(copy.deepcopy(doc))
+    msgs[0].blocks = []
+    assert openai.encode(msgs) == doc
+    msgs = openai.decode(copy.deepcopy(doc))  # a result put in its place (e.g. by a repair) answers its own call
+    msgs[0].blocks = [m.Block(m.TOOL_RESULT, text="moved", original="moved", tool_id="c9")]
+    assert openai.encode(msgs) == [{"role": "tool", "tool_call_id": "c9", "content": "moved"}]
+    msgs = openai.decode(copy.deepcopy(doc))
+    msgs[0].blocks = [m.Block(m.TOOL_RESULT, text="anon", original="anon")]  # no id: the message keeps its own
+    assert openai.encode(msgs) == [{"role": "tool", "tool_call_id": "c1", "content": "anon"}]
+
+
+def test_fresh_results_in_a_kept_user_message_become_tool_messages_before_it() -> None:
+    msgs = openai.decode([{"role": "user", "content": "next"}])
+    msgs[0].blocks.insert(0, m.Block(m.TOOL_RESULT, text="r", tool_id="c1"))
+    assert openai.encode(msgs) == [{"role": "tool", "tool_call_id": "c1", "content": "r"},
+                                   {"role": "user", "content": "next"}]
+
+
+def test_a_tool_message_names_its_result_by_its_call_else_by_its_own_name() -> None:
+    doc = [{"role": "tool", "tool_call_id": "c0", "name": "bash", "content": "x"},
+           {"role": "assistant", "content": None, "tool_calls": [
+               {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+           {"role": "tool", "tool_call_id": "c1", "name": "other", "content": "y"},
+           {"role": "tool", "tool_call_id": "c2", "name": 5, "content": "z"}]
+    msgs = openai.decode(doc)
+    assert [x.blocks[0].tool_name for x in (msgs[0], msgs[2], msgs[3])] == ["bash", "read", None]
+
+
+def test_reasoning_fields_rendered_fresh_keep_their_decoded_value() -> None:
+    details = [{"type": "reasoning.text", "text": "det", "signature": None}]
+    doc = [{"role": "assistant", "content": "x", "reasoning": "r", "reasoning_details": details}]
+    msgs = _clear(openai.decode(copy.deepcopy(doc)))
+    assert openai.encode(msgs) == doc
+
+
+def test_a_legacy_function_call_is_one_opaque_block_holding_it() -> None:
+    call = {"name": "old", "arguments": "{}"}
+    block = openai.decode([{"role": "assistant", "content": "x", "function_call": call}])[0].blocks[-1]
+    assert (block.kind, block.key, block.raw) == (m.OPAQUE, "f", call)  # its JSON is what it costs and replays as

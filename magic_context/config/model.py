@@ -152,7 +152,7 @@ class MCConfig(_Section):
     enabled: bool = True
     ctx_reduce_enabled: bool = True
     cache_ttl: str | dict[str, str] = "5m"
-    # 40, except for OpenAI Chat Completions callers when unset (transform.scheduler.default_threshold).
+    # 40; when unset, raised in small windows by a token floor per workload (transform.scheduler.default_threshold).
     execute_threshold_percentage: Percent | dict[str, Percent] = 40
     execute_threshold_tokens: dict[str, Annotated[int, Field(ge=5000)]] | None = None
     protected_tags: int = Field(20, ge=1, le=100)

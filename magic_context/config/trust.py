@@ -115,7 +115,7 @@ UNTRUSTED_SUFFIXES: Final = ("_command", "_endpoint", "_url", "_prompt", "_env",
 # What a per-model map falls back to for a model it does not name: the config model's defaults
 # (`config.model.MCConfig`, `config.hot.HOT_KEYS`; a test keeps the three equal). This is the value a
 # project's entry for such a model is compared with. The execute threshold's default depends on the
-# harness (40%, 65% for OpenAI Chat callers: `transform.scheduler.default_threshold`), which is not known
+# harness and the window (40%, raised in small windows: `transform.scheduler.default_threshold`), which is not known
 # when the config is read; 40 lets a project raise any harness's default here, and the pass then keeps
 # the harness's default as a floor for every model the user's config does not set (`pipeline._measure`).
 MAP_DEFAULTS: Final[dict[str, Any]] = {"cache_ttl": "5m", "execute_threshold_percentage": 40,

@@ -176,6 +176,7 @@ def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], proj
         merged += lanes.notes(conn, session_pks[0] if session_pks else None, project_id, q, limit)[:tier]
     merged.sort(key=lambda h: (-h.score * BOOST[h.source], LANE_ORDER[h.source], _tie(h)))
     result.hits = _dedupe(merged)[:limit]
+    lanes.reach_back(conn, result.hits)
     for h in result.hits:
         h.score = h.score * BOOST[h.source]
     if count_retrievals:

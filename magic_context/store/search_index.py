@@ -81,6 +81,12 @@ def message_rows(conn: sqlite3.Connection, session_pk: int, start: int, end: int
                        "AND ordinal BETWEEN ? AND ? ORDER BY ordinal", (session_pk, start, end))
 
 
+def prompt_before(conn: sqlite3.Connection, session_pk: int, ordinal: int, reach: int) -> int | None:
+    """The nearest indexed user message in `ordinal - reach` .. `ordinal`, or None."""
+    return _one(conn, "SELECT max(ordinal) FROM message_text WHERE session_pk = ? AND role = 'user' "
+                      "AND ordinal BETWEEN ? AND ?", (session_pk, ordinal - reach, ordinal))
+
+
 def message_rows_at(conn: sqlite3.Connection, session_pk: int, ordinals: Sequence[int]) -> list[sqlite3.Row]:
     out: list[sqlite3.Row] = []
     for i in range(0, len(ordinals), 500):
@@ -353,7 +359,8 @@ __all__ = [
     "last_text_ordinal",
     "like_commits", "live_ordinal", "match_commits", "match_compartments", "match_memories", "match_messages",
     "memories", "message_count", "message_rows", "message_rows_at", "message_texts", "newest_commit_at",
-    "notes", "project_sessions", "put_vector", "raw_marker", "session_field", "session_ids", "set_state",
+    "notes", "project_sessions", "prompt_before", "put_vector", "raw_marker", "session_field", "session_ids",
+    "set_state",
     "tag_message_id", "term_count", "upsert_commit", "upsert_messages", "vector_dims", "vector_hashes",
     "vector_stamp", "vectors", "vectors_end", "vectors_full",
 ]
