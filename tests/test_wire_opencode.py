@@ -463,6 +463,7 @@ def test_render_tool_states() -> None:
 @pytest.mark.parametrize(("src", "message"), [
     ({"info": {}}, "opencode input must be an array of {info, parts} (got dict)"),
     ([None], "opencode message 0: `message` must be an object with info and parts (got NoneType)"),
+    ([[]], "opencode message 0: `message` must be an object with info and parts (got list)"),
     ([{"info": [], "parts": []}], "opencode message 0: `info` must be an object (got list)"),
     ([{"info": {"id": "m", "role": "user"}, "parts": "x"}], "opencode message 0: `parts` must be an array (got str)"),
     ([{"info": {"id": 3, "role": "user"}, "parts": []}], "opencode message 0: `info.id` must be a string (got int)"),

@@ -537,3 +537,23 @@ def test_decode_every_field_exactly() -> None:
     assert raws[1] == ["hook"] and raws[4] == ["plain"] and raws[5][0] is src[5]["content"]
     assert raws[5][1] is src[5]["content"][0] and raws[6] == [src[6]] and raws[7] == [src[7]]
     assert all(b.raw is part for b, part in zip(msgs[2].blocks, src[2]["content"], strict=True))
+
+
+def test_a_string_result_takes_fresh_blocks_as_a_list_and_empties_when_dropped() -> None:
+    """A toolResult whose content is a string: with fresh blocks it becomes a list (its text first, if kept);
+    with its text dropped and nothing fresh, the empty string."""
+    def result(n: int) -> dict:
+        return {"role": "toolResult", "toolCallId": f"c{n}", "toolName": "shot", "content": "plain", "isError": False,
+                "timestamp": n}
+
+    msgs = pi.decode([result(1), result(2), result(3), result(4)])
+    msgs[0].blocks[0].text = "§1§ plain"
+    msgs[0].blocks.append(m.Block(m.MEDIA, media_type="image/png", meta={"data": "AA"}))
+    msgs[1].blocks = [m.Block(m.TEXT, text="note")]
+    msgs[2].blocks = []
+    msgs[3].blocks[0].text = "§4§ plain"
+    assert [x["content"] for x in pi.encode(msgs)] == [
+        [{"type": "text", "text": "§1§ plain"}, {"type": "image", "data": "AA", "mimeType": "image/png"}],
+        [{"type": "text", "text": "note"}],
+        "",
+        "§4§ plain"]
