@@ -433,3 +433,52 @@ def test_system_texts_empty_content_and_tool_names_of_a_non_namespace_with_tools
     tools = [{"type": "function", "name": "f", "tools": [{"name": "x"}]},
              {"type": "namespace", "name": "ns", "tools": [{"name": "a"}, "junk", {"name": 3}]}]
     assert responses.tool_names(tools) == ["f", "ns__a"]
+
+
+# ---------------------------------------------------------------- media, exactly (mutation survivors of #16)
+
+
+def test_decode_media_parts_exactly() -> None:
+    """Each media part kind keeps its type, payload pointers and key; nothing else is invented."""
+    items = [{"type": "message", "role": "user", "content": [
+        {"type": "input_image", "image_url": "https://x.test/a.png"},
+        {"type": "input_file", "file_data": "data:application/pdf;base64,JVBER", "filename": "a.pdf",
+         "file_url": "https://x.test/a.pdf"},
+        {"type": "input_audio", "input_audio": {"data": "UklG", "format": "wav"}},
+        {"type": "input_file", "file_id": "file_1"}]}]
+    image, doc, audio, bare = responses.decode(items)[0].blocks
+    got = [(b.kind, b.media_type, b.meta, b.key, b.raw) for b in (image, doc, audio, bare)]
+    parts = items[0]["content"]
+    assert got == [
+        (m.MEDIA, None, {"url": "https://x.test/a.png"}, "i0.0", parts[0]),
+        (m.MEDIA, "application/pdf", {"filename": "a.pdf", "file_url": "https://x.test/a.pdf"}, "i0.1", parts[1]),
+        (m.MEDIA, "audio/wav", None, "i0.2", parts[2]),
+        (m.MEDIA, None, None, "i0.3", parts[3])]
+
+
+def test_render_fresh_media_parts_exactly() -> None:
+    """Images by http(s) or data URL, or base64 data, go as input_image; anything else, and any image outside a
+    user turn, as a placeholder naming its type."""
+    def media(media_type: str | None, **meta: str) -> m.Block:
+        return m.Block(m.MEDIA, media_type=media_type, meta=meta or None)
+
+    user = m.Message("u", m.USER, [
+        media("image/png", url="https://x.test/a.png"), media("image/png", url="http://x.test/b.png"),
+        media(None, url="data:image/gif;base64,R0lG"), media("image/jpeg", data="/9j/"),
+        media("image/png", url="ftp://x.test/c.png"), media("application/pdf", data="JVBER"),
+        media(None), media("audio/wav", url="https://x.test/d.wav")])
+    system = m.Message("s", m.SYSTEM, [m.Block(m.TEXT, text="sys"), media("image/png", url="https://x.test/a.png")])
+
+    def image(url: str) -> dict:
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
+
+    def omitted(what: str) -> dict:
+        return {"type": "input_text", "text": f"[{what} attachment omitted]"}
+
+    assert responses.encode([system, user]) == [
+        {"type": "message", "role": "developer", "content": [
+            {"type": "input_text", "text": "sys"}, omitted("image/png")]},
+        {"type": "message", "role": "user", "content": [
+            image("https://x.test/a.png"), image("http://x.test/b.png"), image("data:image/gif;base64,R0lG"),
+            image("data:image/jpeg;base64,/9j/"), omitted("image/png"), omitted("application/pdf"),
+            omitted("media"), omitted("audio/wav")]}]
