@@ -482,3 +482,32 @@ def test_render_fresh_media_parts_exactly() -> None:
             image("https://x.test/a.png"), image("http://x.test/b.png"), image("data:image/gif;base64,R0lG"),
             image("data:image/jpeg;base64,/9j/"), omitted("image/png"), omitted("application/pdf"),
             omitted("media"), omitted("audio/wav")]}]
+
+
+def test_fresh_blocks_added_to_decoded_items_are_rendered_exactly() -> None:
+    """Blocks without raw JSON land in their item (keyed) or after the reply (unkeyed or keyed past its end),
+    as parts of the item's own kind; an image goes as an image only in a user's input."""
+    items = [{"type": "message", "role": "user", "content": "hi"},
+             {"type": "message", "role": "user", "content": "solo"},
+             {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "enc"},
+             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
+             {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"}]
+    user, solo, reply = responses.decode(copy.deepcopy(items))[:3]
+    png = m.Block(m.MEDIA, media_type="image/png", meta={"url": "https://x.test/a.png"})
+    user.blocks.append(png)
+    solo.blocks[:] = [png]
+    reply.blocks.insert(2, m.Block(m.TEXT, text="more", key="i1.1"))
+    reply.blocks.insert(3, m.Block(m.MEDIA, media_type="image/png", meta={"url": "https://x.test/a.png"},
+                                   key="i1.2"))
+    reply.blocks += [m.Block(m.TEXT, text="late", key="i3"), m.Block(m.TEXT, text="tail")]
+    image = {"type": "input_image", "image_url": "https://x.test/a.png", "detail": "auto"}
+    assert responses.encode([user, solo, reply]) == [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}, image]},
+        {"type": "message", "role": "user", "content": [image]},
+        items[2],
+        {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "ok"}, {"type": "output_text", "text": "more"},
+            {"type": "output_text", "text": "[image/png attachment omitted]"}]},
+        items[4],
+        {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "late"}, {"type": "output_text", "text": "tail"}]}]
