@@ -511,3 +511,30 @@ def test_fresh_blocks_added_to_decoded_items_are_rendered_exactly() -> None:
         items[4],
         {"type": "message", "role": "assistant", "content": [
             {"type": "output_text", "text": "late"}, {"type": "output_text", "text": "tail"}]}]
+
+
+@pytest.mark.parametrize(("key", "index"), [
+    ("i3", 3), ("i3.1", 3), ("i3:dropped", 3), ("i3.1:dropped", 3), ("i3.1.2", 3), ("i3:a:b", 3),
+    ("item_7", None), ("i", None), ("p3", None), ("", None)])
+def test_item_index_reads_the_item_number_of_a_key(key: str, index: int | None) -> None:
+    assert responses._item_index(key) == index
+
+
+def test_decode_reasoning_reads_summary_and_content_texts_exactly() -> None:
+    item = {"type": "reasoning", "id": "rs_1", "encrypted_content": "enc",
+            "summary": [{"type": "summary_text", "text": "a"}, "junk", {"type": "summary_text"}],
+            "content": [{"type": "reasoning_text", "text": "b"}]}
+    reply = responses.decode([item, {"type": "message", "role": "assistant", "content": "x"}])[0]
+    think = reply.blocks[0]
+    assert (think.kind, think.text, think.key, think.meta) == (
+        m.REASONING, "a\nb", "i0", {"encrypted_content": "enc", "summary": item["summary"]})
+    assert think.raw is item
+
+
+def test_a_reply_message_loses_its_item_with_its_last_block_but_an_empty_one_stays() -> None:
+    items = [{"type": "message", "role": "assistant", "content": []},
+             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "gone"}]},
+             {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"}]
+    reply = responses.decode(copy.deepcopy(items))[0]
+    reply.blocks[:] = [b for b in reply.blocks if b.kind != m.TEXT]
+    assert responses.encode([reply]) == [items[0], items[2]]
