@@ -538,3 +538,22 @@ def test_a_reply_message_loses_its_item_with_its_last_block_but_an_empty_one_sta
     reply = responses.decode(copy.deepcopy(items))[0]
     reply.blocks[:] = [b for b in reply.blocks if b.kind != m.TEXT]
     assert responses.encode([reply]) == [items[0], items[2]]
+
+
+@pytest.mark.parametrize(("output", "message"), [
+    (3, "openai-responses input[0].output: expected a string or an array of parts, got number"),
+    (["junk"], "openai-responses input[0].output[0]: expected an object, got string"),
+])
+def test_bad_tool_outputs_say_exactly_what_was_found(output: object, message: str) -> None:
+    with pytest.raises(BadInput) as err:
+        responses.decode([{"type": "function_call_output", "call_id": "c", "output": output}])
+    assert str(err.value) == message
+
+
+def test_decode_a_tool_result_exactly() -> None:
+    item = {"type": "custom_tool_call_output", "call_id": "c", "output": [
+        {"type": "input_text", "text": "a"}, {"type": "input_image", "image_url": "https://x.test/a.png"},
+        {"type": "input_text", "text": "b"}]}
+    out = responses.decode([item])[0].blocks[0]
+    assert (out.text, out.key, out.meta, out.tool_id) == ("a\nb", "i0", {"type": "custom_tool_call_output"}, "c")
+    assert out.raw is item
