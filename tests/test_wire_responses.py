@@ -557,3 +557,24 @@ def test_decode_a_tool_result_exactly() -> None:
     out = responses.decode([item])[0].blocks[0]
     assert (out.text, out.key, out.meta, out.tool_id) == ("a\nb", "i0", {"type": "custom_tool_call_output"}, "c")
     assert out.raw is item
+
+
+def test_fresh_assistant_media_result_without_id_and_decoded_custom_call_name() -> None:
+    msgs = [m.Message("a", m.ASSISTANT, [m.Block(m.MEDIA, media_type="image/png", meta={"url": "https://x.test/a.png"})]),
+            m.Message("t", m.TOOL, [m.Block(m.TOOL_RESULT, text="r", tool_id=None)])]
+    assert responses.encode(msgs) == [
+        {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "[image/png attachment omitted]"}]},
+        {"type": "function_call_output", "call_id": "", "output": "r"}]
+    call = responses.decode([{"type": "custom_tool_call", "call_id": "c", "name": "apply_patch", "input": "p"}])
+    assert (call[0].blocks[0].tool_name, call[0].blocks[0].input) == ("apply_patch", "p")
+
+
+def test_only_a_decoded_call_rewrites_its_item() -> None:
+    """An opaque reply item with an `input` field round-trips untouched; a fresh call block keyed to a call item
+    leaves the item as it was."""
+    items = [{"type": "local_shell_call", "call_id": "s1", "input": "not json"},
+             {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"}]
+    reply = responses.decode(copy.deepcopy(items))[0]
+    reply.blocks[1] = m.Block(m.TOOL_CALL, tool_id="c1", tool_name="read", input={"x": 1}, key="i1")
+    assert responses.encode([reply]) == items
