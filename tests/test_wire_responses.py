@@ -433,3 +433,148 @@ def test_system_texts_empty_content_and_tool_names_of_a_non_namespace_with_tools
     tools = [{"type": "function", "name": "f", "tools": [{"name": "x"}]},
              {"type": "namespace", "name": "ns", "tools": [{"name": "a"}, "junk", {"name": 3}]}]
     assert responses.tool_names(tools) == ["f", "ns__a"]
+
+
+# ---------------------------------------------------------------- media, exactly (mutation survivors of #16)
+
+
+def test_decode_media_parts_exactly() -> None:
+    """Each media part kind keeps its type, payload pointers and key; nothing else is invented."""
+    items = [{"type": "message", "role": "user", "content": [
+        {"type": "input_image", "image_url": "https://x.test/a.png"},
+        {"type": "input_file", "file_data": "data:application/pdf;base64,JVBER", "filename": "a.pdf",
+         "file_url": "https://x.test/a.pdf"},
+        {"type": "input_audio", "input_audio": {"data": "UklG", "format": "wav"}},
+        {"type": "input_file", "file_id": "file_1"}]}]
+    image, doc, audio, bare = responses.decode(items)[0].blocks
+    got = [(b.kind, b.media_type, b.meta, b.key, b.raw) for b in (image, doc, audio, bare)]
+    parts = items[0]["content"]
+    assert got == [
+        (m.MEDIA, None, {"url": "https://x.test/a.png"}, "i0.0", parts[0]),
+        (m.MEDIA, "application/pdf", {"filename": "a.pdf", "file_url": "https://x.test/a.pdf"}, "i0.1", parts[1]),
+        (m.MEDIA, "audio/wav", None, "i0.2", parts[2]),
+        (m.MEDIA, None, None, "i0.3", parts[3])]
+
+
+def test_render_fresh_media_parts_exactly() -> None:
+    """Images by http(s) or data URL, or base64 data, go as input_image; anything else, and any image outside a
+    user turn, as a placeholder naming its type."""
+    def media(media_type: str | None, **meta: str) -> m.Block:
+        return m.Block(m.MEDIA, media_type=media_type, meta=meta or None)
+
+    user = m.Message("u", m.USER, [
+        media("image/png", url="https://x.test/a.png"), media("image/png", url="http://x.test/b.png"),
+        media(None, url="data:image/gif;base64,R0lG"), media("image/jpeg", data="/9j/"),
+        media("image/png", url="ftp://x.test/c.png"), media("application/pdf", data="JVBER"),
+        media(None), media("audio/wav", url="https://x.test/d.wav")])
+    system = m.Message("s", m.SYSTEM, [m.Block(m.TEXT, text="sys"), media("image/png", url="https://x.test/a.png")])
+
+    def image(url: str) -> dict:
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
+
+    def omitted(what: str) -> dict:
+        return {"type": "input_text", "text": f"[{what} attachment omitted]"}
+
+    assert responses.encode([system, user]) == [
+        {"type": "message", "role": "developer", "content": [
+            {"type": "input_text", "text": "sys"}, omitted("image/png")]},
+        {"type": "message", "role": "user", "content": [
+            image("https://x.test/a.png"), image("http://x.test/b.png"), image("data:image/gif;base64,R0lG"),
+            image("data:image/jpeg;base64,/9j/"), omitted("image/png"), omitted("application/pdf"),
+            omitted("media"), omitted("audio/wav")]}]
+
+
+def test_fresh_blocks_added_to_decoded_items_are_rendered_exactly() -> None:
+    """Blocks without raw JSON land in their item (keyed) or after the reply (unkeyed or keyed past its end),
+    as parts of the item's own kind; an image goes as an image only in a user's input."""
+    items = [{"type": "message", "role": "user", "content": "hi"},
+             {"type": "message", "role": "user", "content": "solo"},
+             {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "enc"},
+             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
+             {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"}]
+    user, solo, reply = responses.decode(copy.deepcopy(items))[:3]
+    png = m.Block(m.MEDIA, media_type="image/png", meta={"url": "https://x.test/a.png"})
+    user.blocks.append(png)
+    solo.blocks[:] = [png]
+    reply.blocks.insert(2, m.Block(m.TEXT, text="more", key="i1.1"))
+    reply.blocks.insert(3, m.Block(m.MEDIA, media_type="image/png", meta={"url": "https://x.test/a.png"},
+                                   key="i1.2"))
+    reply.blocks += [m.Block(m.TEXT, text="late", key="i3"), m.Block(m.TEXT, text="tail")]
+    image = {"type": "input_image", "image_url": "https://x.test/a.png", "detail": "auto"}
+    assert responses.encode([user, solo, reply]) == [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}, image]},
+        {"type": "message", "role": "user", "content": [image]},
+        items[2],
+        {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "ok"}, {"type": "output_text", "text": "more"},
+            {"type": "output_text", "text": "[image/png attachment omitted]"}]},
+        items[4],
+        {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "late"}, {"type": "output_text", "text": "tail"}]}]
+
+
+@pytest.mark.parametrize(("key", "index"), [
+    ("i3", 3), ("i3.1", 3), ("i3:dropped", 3), ("i3.1:dropped", 3), ("i3.1.2", 3), ("i3:a:b", 3),
+    ("item_7", None), ("i", None), ("p3", None), ("", None)])
+def test_item_index_reads_the_item_number_of_a_key(key: str, index: int | None) -> None:
+    assert responses._item_index(key) == index
+
+
+def test_decode_reasoning_reads_summary_and_content_texts_exactly() -> None:
+    item = {"type": "reasoning", "id": "rs_1", "encrypted_content": "enc",
+            "summary": [{"type": "summary_text", "text": "a"}, "junk", {"type": "summary_text"}],
+            "content": [{"type": "reasoning_text", "text": "b"}]}
+    reply = responses.decode([item, {"type": "message", "role": "assistant", "content": "x"}])[0]
+    think = reply.blocks[0]
+    assert (think.kind, think.text, think.key, think.meta) == (
+        m.REASONING, "a\nb", "i0", {"encrypted_content": "enc", "summary": item["summary"]})
+    assert think.raw is item
+
+
+def test_a_reply_message_loses_its_item_with_its_last_block_but_an_empty_one_stays() -> None:
+    items = [{"type": "message", "role": "assistant", "content": []},
+             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "gone"}]},
+             {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"}]
+    reply = responses.decode(copy.deepcopy(items))[0]
+    reply.blocks[:] = [b for b in reply.blocks if b.kind != m.TEXT]
+    assert responses.encode([reply]) == [items[0], items[2]]
+
+
+@pytest.mark.parametrize(("output", "message"), [
+    (3, "openai-responses input[0].output: expected a string or an array of parts, got number"),
+    (["junk"], "openai-responses input[0].output[0]: expected an object, got string"),
+])
+def test_bad_tool_outputs_say_exactly_what_was_found(output: object, message: str) -> None:
+    with pytest.raises(BadInput) as err:
+        responses.decode([{"type": "function_call_output", "call_id": "c", "output": output}])
+    assert str(err.value) == message
+
+
+def test_decode_a_tool_result_exactly() -> None:
+    item = {"type": "custom_tool_call_output", "call_id": "c", "output": [
+        {"type": "input_text", "text": "a"}, {"type": "input_image", "image_url": "https://x.test/a.png"},
+        {"type": "input_text", "text": "b"}]}
+    out = responses.decode([item])[0].blocks[0]
+    assert (out.text, out.key, out.meta, out.tool_id) == ("a\nb", "i0", {"type": "custom_tool_call_output"}, "c")
+    assert out.raw is item
+
+
+def test_fresh_assistant_media_result_without_id_and_decoded_custom_call_name() -> None:
+    msgs = [m.Message("a", m.ASSISTANT, [m.Block(m.MEDIA, media_type="image/png", meta={"url": "https://x.test/a.png"})]),
+            m.Message("t", m.TOOL, [m.Block(m.TOOL_RESULT, text="r", tool_id=None)])]
+    assert responses.encode(msgs) == [
+        {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "[image/png attachment omitted]"}]},
+        {"type": "function_call_output", "call_id": "", "output": "r"}]
+    call = responses.decode([{"type": "custom_tool_call", "call_id": "c", "name": "apply_patch", "input": "p"}])
+    assert (call[0].blocks[0].tool_name, call[0].blocks[0].input) == ("apply_patch", "p")
+
+
+def test_only_a_decoded_call_rewrites_its_item() -> None:
+    """An opaque reply item with an `input` field round-trips untouched; a fresh call block keyed to a call item
+    leaves the item as it was."""
+    items = [{"type": "local_shell_call", "call_id": "s1", "input": "not json"},
+             {"type": "function_call", "call_id": "c1", "name": "read", "arguments": "{}"}]
+    reply = responses.decode(copy.deepcopy(items))[0]
+    reply.blocks[1] = m.Block(m.TOOL_CALL, tool_id="c1", tool_name="read", input={"x": 1}, key="i1")
+    assert responses.encode([reply]) == items
