@@ -365,6 +365,16 @@ def _one(message: dict) -> list:
     (_one({"role": "toolResult", "toolCallId": "c", "content": [{"type": "text", "text": False}]}),
      "pi message 0: `content[0].text` must be a string (got bool)"),
     (_one({"role": "bashExecution", "output": 3}), "pi message 0: `output` must be a string (got int)"),
+    # non-None odd values, so the message names the value's own type (not NoneType)
+    (_one({"role": "branchSummary", "summary": 5}), "pi message 0: `summary` must be a string (got int)"),
+    (_one({"role": "assistant", "content": [{"type": "toolCall", "id": 3, "name": "x"}]}),
+     "pi message 0: `content[0].id` must be a string (got int)"),
+    (_one({"role": "toolResult", "toolCallId": 1, "content": []}),
+     "pi message 0: `toolCallId` must be a string (got int)"),
+    (_one({"role": "toolResult", "toolCallId": "c", "content": 5}),
+     "pi message 0: `content` must be an array (got int)"),
+    ([{"role": "user", "content": "hi"}, {"role": "toolResult", "toolCallId": "c", "content": [7]}],
+     "pi message 1: `content[0]` must be an object (got int)"),
 ])
 def test_bad_shapes_say_exactly_what_was_found(src: object, message: str) -> None:
     with pytest.raises(BadInput) as err:
@@ -557,3 +567,34 @@ def test_a_string_result_takes_fresh_blocks_as_a_list_and_empties_when_dropped()
         [{"type": "text", "text": "note"}],
         "",
         "§4§ plain"]
+
+
+def test_decode_summary_unknown_role_and_text_part_blocks_exactly() -> None:
+    """A summary's one TEXT block, an unknown role's one OPAQUE block "p0" carrying the whole message, a non-string
+    model read as absent, and a text part kept as its own object (so its extra fields survive an edit)."""
+    src = [
+        {"role": "compactionSummary", "summary": "S", "timestamp": 1},
+        {"role": "somethingNew", "payload": [1], "timestamp": 2},
+        {"role": "assistant", "content": [{"type": "text", "text": "hi", "textSignature": "sig"}], "model": 7},
+    ]
+    msgs = pi.decode(src)
+    summary, unknown, asst = msgs
+    assert [(b.kind, b.key, b.text, b.original) for b in summary.blocks] == [(m.TEXT, "summary", "S", "S")]
+    assert summary.blocks[0].raw is src[0]
+    assert [(b.kind, b.key) for b in unknown.blocks] == [(m.OPAQUE, "p0")] and unknown.blocks[0].raw is src[1]
+    assert asst.model is None and asst.blocks[0].raw is src[2]["content"][0]
+    asst.blocks[0].text = "§1§ hi"
+    assert pi.encode(msgs)[2]["content"] == [{"type": "text", "text": "§1§ hi", "textSignature": "sig"}]
+
+
+def test_a_dropped_excluded_bash_keeps_its_output() -> None:
+    """Dropping the block of a bashExecution Pi never sends (`excludeFromContext` true) leaves its output alone;
+    one that Pi sends (the flag false) is emptied."""
+    def bash(n: int, excluded: bool) -> dict:
+        return {"role": "bashExecution", "command": "c", "output": f"out{n}", "excludeFromContext": excluded,
+                "timestamp": n}
+
+    msgs = pi.decode([bash(1, True), bash(2, False)])
+    for x in msgs:
+        x.blocks = []
+    assert [x["output"] for x in pi.encode(msgs)] == ["out1", ""]
