@@ -578,3 +578,67 @@ def test_only_a_decoded_call_rewrites_its_item() -> None:
     reply = responses.decode(copy.deepcopy(items))[0]
     reply.blocks[1] = m.Block(m.TOOL_CALL, tool_id="c1", tool_name="read", input={"x": 1}, key="i1")
     assert responses.encode([reply]) == items
+
+
+_ROLE_HINT = "(expected user, assistant, system or developer)"
+
+
+@pytest.mark.parametrize(("items", "message"), [
+    ("x", "input: expected an array of items, got string"),
+    ([3], "input[0]: expected an item object, got number"),
+    ([{"type": "message", "role": []}], f"input[0].role: unknown role array {_ROLE_HINT}"),
+    ([{"role": "r" * 50}], f"input[0].role: unknown role {'r' * 40!r} {_ROLE_HINT}"),
+    ([{"type": 3}], "input[0].type: expected an item type (or a message `role`), got number"),
+    ([{"role": "user", "content": 3}], "input[0].content: expected a string or an array of parts, got number"),
+    ([{"role": "user", "content": ["junk"]}], "input[0].content[0]: expected an object, got string"),
+    ([{"role": "user", "content": [{"type": "input_text", "text": 1}]}],
+     "input[0].content[0].text: expected a string, got number"),
+    ([{"type": "message", "role": "assistant", "content": 3}],
+     "input[0].content: expected a string or an array of parts, got number"),
+    ([{"type": "function_call", "call_id": 3, "name": "n"}], "input[0].call_id: expected a string, got number"),
+    ([[{"type": "function_call", "call_id": "c", "name": "n"}, "junk"]],
+     "input[0][1]: expected an item object, got string"),
+])
+def test_bad_items_say_exactly_what_was_found(items: object, message: str) -> None:
+    with pytest.raises(BadInput) as err:
+        responses.decode(items)  # type: ignore[arg-type]
+    assert str(err.value) == f"openai-responses {message}"
+
+
+def test_an_unknown_message_role_is_rejected_even_when_skimmed() -> None:
+    with pytest.raises(BadInput, match="unknown role 'tool'"):
+        responses.decode([{"role": "tool", "content": "x"}], skim=1)
+
+
+def test_decode_each_item_kind_exactly() -> None:
+    """Every block field of string and part content, odd part types, audio without a format, results and
+    items the codec only carries."""
+    parts = [{"type": "input_text", "text": "a"}, {"type": ["input_text"], "text": "b"},
+             {"type": "input_audio", "input_audio": {"data": "AAA"}}]
+    items = [{"role": "user", "content": "hi"}, {"role": "user", "content": ""},
+             {"type": "message", "role": "user", "content": parts},
+             {"type": "function_call_output", "call_id": "c", "output": "r"},
+             {"type": "local_shell_call_output", "payload": 1}]
+    msgs = responses.decode(items)
+    fields = [[(b.kind, b.key, b.text, b.original, b.media_type, b.meta, b.tool_id, b.raw) for b in msg.blocks]
+              for msg in msgs]
+    assert fields == [
+        [(m.TEXT, "i0.c", "hi", "hi", None, None, None, "hi")],
+        [],
+        [(m.TEXT, "i0.0", "a", "a", None, None, None, parts[0]),
+         (m.OPAQUE, "i0.1", "", None, None, None, None, parts[1]),
+         (m.MEDIA, "i0.2", "", None, None, None, None, parts[2])],
+        [(m.TOOL_RESULT, "i0", "r", "r", None, None, "c", items[3])],
+        [(m.OPAQUE, "i0", "", None, None, None, None, items[4])],
+    ]
+    assert [msg.role for msg in msgs] == [m.USER, m.USER, m.USER, m.TOOL, m.TOOL]
+
+
+def test_skimmed_messages_keep_their_ordinal_raw_and_a_content_derived_id() -> None:
+    items = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
+    msgs = responses.decode(items, skim=2)
+    assert [(msg.ordinal, msg.raw, msg.blocks) for msg in msgs] == [(0, items[0], []), (1, items[1], [])]
+    assert msgs[1].raw is items[1]
+    again = responses.decode([items[1]])[0]
+    assert (again.id, again.digest) != (msgs[0].id, msgs[0].digest)
+    assert responses.decode([items[0]])[0].id == msgs[0].id
