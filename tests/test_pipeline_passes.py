@@ -449,3 +449,50 @@ def test_the_head_keeps_its_first_time_after_the_messages_it_took_it_from_are_fo
     out, rep, _ = serve(dict(document, now=NOW + 1000, model={"provider": "anthropic", "id": "claude-opus-5"}))
     assert rep["reason"] == "model changed" and len(out["messages"]) == 3  # the head and "thanks"
     assert [m["timestamp"] for m in out["messages"]] == [t0, t0, t0 + 2000]
+
+
+def _stored(session: str) -> tuple[dict, tuple, list]:
+    """A session's stored state (key → (value, updated_at)), its row's (tag counter, updated_at, model, window)
+    and its pass reports (at, kind, bust, reason, before, after)."""
+    from magic_context.store import db, sessions
+    from magic_context.store import state as state_store
+
+    conn = db.open_db()
+    try:
+        pk = sessions.lookup_session(conn, "anthropic", session)[0]
+        values = state_store.load_state(conn, pk)
+        at = dict(conn.execute("SELECT key, updated_at FROM session_state WHERE session_pk = ?", (pk,)).fetchall())
+        row = conn.execute("SELECT tag_counter, updated_at, model_key, context_limit FROM sessions WHERE id = ?",
+                           (pk,)).fetchone()
+        reports = conn.execute("SELECT at, pass_kind, bust, reason, tokens_before, tokens_after FROM pass_reports "
+                               "WHERE session_pk = ? ORDER BY id", (pk,)).fetchall()
+    finally:
+        conn.close()
+    return {k: (v, at[k]) for k, v in values.items()}, tuple(row), [tuple(r) for r in reports]
+
+
+def test_a_pass_stores_its_state_session_row_and_report_at_its_time(monkeypatch) -> None:
+    """`_persist`: every key a pass keeps, each written at the pass's time, the session row and the report;
+    the reports are pruned to the newest MAX_REPORTS_PER_SESSION."""
+    from magic_context.transform import pipeline
+
+    serve(dict(envelope([U1, A1, R1], NOW), session_id="kept"))
+    state, row, reports = _stored("kept")
+    meta = {"max_sequence": -1, "max_memory_id": 0, "memory_ids": [], "memory_cursor": 0,
+            "model_key": "anthropic/claude-sonnet-4-5", "system_hash": "1dc69e447c17301c", "materialized_at": NOW}
+    m1 = "<session-history-since>(no new content since last materialization)</session-history-since>"
+    values = {"date": "Today's date: 2025-11-24", "fold_through": -1, "last_pass_at": NOW,
+              "m0": "<session-history></session-history>", "m0_meta": meta, "m0_tokens": 9, "m1": m1,
+              "m1_tokens": 21, "nudge_state": {}, "nudges": [], "reasoning_tokens": {}, "skim_hint": 0,
+              "stripped_reasoning": [], "system_hash": "1dc69e447c17301c", "system_tokens": 3,
+              "visible_memory_ids": []}
+    assert state == {k: (v, NOW) for k, v in values.items()}
+    assert row == (3, NOW, "anthropic/claude-sonnet-4-5", 200_000)
+    assert reports == [(NOW, "fold", 1, "first render", 43, 82)]
+
+    monkeypatch.setattr(pipeline, "MAX_REPORTS_PER_SESSION", 1)
+    serve(dict(envelope([U1, A1, R1, A2, U2], NOW + 1000), session_id="kept"))
+    state, row, reports = _stored("kept")
+    assert state["last_pass_at"] == (NOW + 1000, NOW + 1000) and state["m0"] == (values["m0"], NOW)  # unchanged
+    assert row == (5, NOW + 1000, "anthropic/claude-sonnet-4-5", 200_000)
+    assert reports == [(NOW + 1000, "defer", 0, "defer: within threshold, cache warm", 55, 100)]
