@@ -496,3 +496,42 @@ def test_a_pass_stores_its_state_session_row_and_report_at_its_time(monkeypatch)
     assert state["last_pass_at"] == (NOW + 1000, NOW + 1000) and state["m0"] == (values["m0"], NOW)  # unchanged
     assert row == (5, NOW + 1000, "anthropic/claude-sonnet-4-5", 200_000)
     assert reports == [(NOW + 1000, "defer", 0, "defer: within threshold, cache warm", 55, 100)]
+
+
+def test_guidance_is_the_plain_block_without_ctx_reduce_and_is_left_out_when_skipped_or_turned_off() -> None:
+    """`_guidance`: a tool list without ctx_reduce gets the plain block; a system prompt carrying a skip
+    signature gets none; the user's config can turn the injection off in every harness's slot."""
+    from pathlib import Path
+
+    from magic_context import paths
+    from magic_context.transform import guidance
+
+    tools = [{"name": "read", "input_schema": {"type": "object"}}]
+    out, _, _ = serve(dict(envelope([U1], NOW), session_id="plain", tools=tools))
+    assert out["system"] == "Be brief.\n\n" + guidance.PLAIN_GUIDANCE + "\nToday's date: 2025-11-24"
+    out, _, _ = serve(dict(envelope([U1], NOW), session_id="reduce"))
+    assert out["system"] == "Be brief.\n\n" + guidance.REDUCE_GUIDANCE + "\nToday's date: 2025-11-24"
+    skip = "Be brief. <!-- magic-context: skip -->"
+    out, _, _ = serve(dict(envelope([U1], NOW, system=skip), session_id="skip"))
+    assert out["system"] == skip
+
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text('[system_prompt_injection]\nskip_signatures = ["brief"]\n')
+    out, _, _ = serve(dict(envelope([U1], NOW), session_id="mine"))
+    assert out["system"] == "Be brief."
+    out, _, _ = serve(dict(envelope([U1], NOW, system="Be long."), session_id="mine2"))
+    assert out["system"].startswith("Be long." + GUIDANCE)
+
+    user_file.write_text("[system_prompt_injection]\nenabled = false\n")
+    out, _, _ = serve(dict(envelope([U1], NOW), session_id="off"))
+    assert out["system"] == "Be brief." and out["messages"][2]["content"] == "§1§ fix the bug"
+    blocks = [{"type": "text", "text": "P"}]
+    claude = first_pass({"model": "claude-x", "max_tokens": 5, "messages": [U1], "system": blocks}, "off-blocks")
+    assert claude["system"] == blocks
+    chat = first_pass({"model": "gpt-4o", "messages": [{"role": "system", "content": "Sys A"}, U1]}, "off-chat")
+    assert chat["messages"][0] == {"role": "system", "content": "Sys A"}
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    dev = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Dev"}]}
+    inst = first_pass({"model": "gpt-5", "instructions": "Inst", "input": [dev, user]}, "off-inst")
+    assert inst["instructions"] == "Inst" and inst["input"][0] == dev
