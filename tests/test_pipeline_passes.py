@@ -535,3 +535,39 @@ def test_guidance_is_the_plain_block_without_ctx_reduce_and_is_left_out_when_ski
     dev = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Dev"}]}
     inst = first_pass({"model": "gpt-5", "instructions": "Inst", "input": [dev, user]}, "off-inst")
     assert inst["instructions"] == "Inst" and inst["input"][0] == dev
+
+
+def _compartment(session: str, sequence: int, start: int, end: int, p1: str) -> None:
+    from magic_context.store import compartments, db, sessions
+
+    conn = db.open_db()
+    try:
+        with db.atomic(conn):
+            pk = sessions.lookup_session(conn, "anthropic", session)[0]
+            compartments.insert(conn, pk, sequence=sequence, start=start, end=end, start_message_id=None,
+                                end_message_id=None, title=f"part {sequence}", p1=p1, p2="", p3="", p4="",
+                                content=p1, importance=50, episode_type=None, start_time=None, end_time=None,
+                                now_ms=NOW)
+    finally:
+        conn.close()
+
+
+def test_a_busting_pass_shows_new_history_in_m1_until_it_outgrows_its_share_then_folds_it_into_m0() -> None:
+    """`_head`: on a busting pass that is not a HARD fold a new compartment goes into m[1] and m[0] is replayed;
+    once m[1] is above a fifth of the history budget (10% of the window) the pass folds it into m[0] instead."""
+    messages = _tools(40)
+    first, _, _ = serve(_at(NOW, 1000, 20_000, "m1", messages))
+    _compartment("m1", 1, 0, 2, "short summary")
+    out, rep, _ = serve(_at(NOW + 2000, 14_000, 20_000, "m1", messages))
+    assert (rep["pass"], rep["reason"]) == ("execute", "usage 70.1% ≥ threshold 50%")
+    assert out["messages"][0] == first["messages"][0]
+    assert out["messages"][1]["content"][0]["text"] == \
+        "<session-history-since>\n<new-compartments>\n## 0-2 · part 1\nshort summary\n</new-compartments>\n" \
+        "</session-history-since>"
+    long = "long summary " * 200
+    _compartment("m1", 2, 3, 4, long)
+    out, rep, _ = serve(_at(NOW + 4000, 14_000, 20_000, "m1", messages))
+    assert (rep["pass"], rep["reason"]) == ("fold", "m[1] pressure backstop")
+    assert [msg["content"][0]["text"] for msg in out["messages"][:2]] == [
+        f"<session-history>\n## 0-2 · part 1\nshort summary\n\n## 3-4 · part 2\n{long.strip()}\n</session-history>",
+        "<session-history-since>(no new content since last materialization)</session-history-since>"]
