@@ -571,3 +571,36 @@ def test_a_busting_pass_shows_new_history_in_m1_until_it_outgrows_its_share_then
     assert [msg["content"][0]["text"] for msg in out["messages"][:2]] == [
         f"<session-history>\n## 0-2 · part 1\nshort summary\n\n## 3-4 · part 2\n{long.strip()}\n</session-history>",
         "<session-history-since>(no new content since last materialization)</session-history-since>"]
+
+
+def test_the_threshold_is_the_configs_per_model_a_token_figure_wins_and_a_project_file_only_raises_it(tmp_path) -> None:
+    """`_measure`: the execute threshold a pass reports: the harness default (40% here), a project file's value
+    only above it, the user's per-model value (else its default) even below it, a token threshold over either;
+    and the cache TTL the user sets decides when a warm pass turns into a HARD fold."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    def threshold(session: str, model: str = "claude-sonnet-4-5") -> float:
+        document = dict(envelope([U1], NOW, model=model), session_id=session, project_dir=str(tmp_path))
+        return serve(document)[1]["threshold_percent"]
+
+    project_file = tmp_path / ".magic-context.toml"
+    project_file.write_text("execute_threshold_percentage = 30\n")
+    assert threshold("p30") == 40.0
+    project_file.write_text("execute_threshold_percentage = 60\n")
+    assert threshold("p60") == 60.0
+    small = dict(_at(NOW, 100, 12_000, "small", [U1]), project_dir=str(tmp_path))
+    assert serve(small)[1]["threshold_percent"] == 65.0  # a 12 000-token window's default is above 60
+    project_file.unlink()
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text('execute_threshold_percentage = { default = 30, "claude-sonnet-4-5" = 25 }\n')
+    assert (threshold("u1"), threshold("u2", "claude-opus-5")) == (25.0, 30.0)
+    user_file.write_text('execute_threshold_tokens = { default = 50000, "anthropic/claude-sonnet-4-5" = 60000 }\n')
+    assert (threshold("t1"), threshold("t2", "claude-opus-5")) == (30.0, 25.0)
+
+    user_file.write_text('cache_ttl = "10s"\n')
+    serve(dict(envelope([U1], NOW), session_id="ttl"))
+    assert serve(dict(envelope([U1], NOW + 9_000), session_id="ttl"))[1]["pass"] == "defer"
+    assert serve(dict(envelope([U1], NOW + 20_000), session_id="ttl"))[1]["reason"] == "cache TTL expired"
