@@ -509,6 +509,7 @@ def test_guidance_is_the_plain_block_without_ctx_reduce_and_is_left_out_when_ski
     tools = [{"name": "read", "input_schema": {"type": "object"}}]
     out, _, _ = serve(dict(envelope([U1], NOW), session_id="plain", tools=tools))
     assert out["system"] == "Be brief.\n\n" + guidance.PLAIN_GUIDANCE + "\nToday's date: 2025-11-24"
+    assert out["messages"][2]["content"] == "fix the bug"  # no ctx_reduce: no tag prefixes to name parts by
     out, _, _ = serve(dict(envelope([U1], NOW), session_id="reduce"))
     assert out["system"] == "Be brief.\n\n" + guidance.REDUCE_GUIDANCE + "\nToday's date: 2025-11-24"
     skip = "Be brief. <!-- magic-context: skip -->"
@@ -604,3 +605,29 @@ def test_the_threshold_is_the_configs_per_model_a_token_figure_wins_and_a_projec
     serve(dict(envelope([U1], NOW), session_id="ttl"))
     assert serve(dict(envelope([U1], NOW + 9_000), session_id="ttl"))[1]["pass"] == "defer"
     assert serve(dict(envelope([U1], NOW + 20_000), session_id="ttl"))[1]["reason"] == "cache TTL expired"
+
+
+def test_a_user_message_after_a_gap_gets_a_time_marker_unless_temporal_awareness_or_compaction_is_off() -> None:
+    """`_apply`: the temporal markers go in front of a user message that follows a pause; the user's config can
+    turn them off, and with compaction off nothing is marked (nor tagged)."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    t0 = NOW - 3_600_000
+    history = [{"role": "user", "content": "fix the bug", "timestamp": t0},
+               {"role": "assistant", "content": [{"type": "text", "text": "Fixed it."}], "timestamp": t0 + 1000},
+               {"role": "user", "content": "thanks", "timestamp": t0 + 601_000}]
+
+    def last(session: str) -> object:
+        document = {"messages": history, "harness": "pi", "session_id": session, "project_dir": "/tmp", "now": NOW,
+                    "model": {"provider": "anthropic", "id": "claude-sonnet-4-5"}}
+        return serve(document)[0]["messages"][-1]["content"]
+
+    assert last("marked") == "<!-- +10m -->\n§3§ thanks"
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("temporal_awareness = false\n")
+    assert last("unmarked") == "§3§ thanks"
+    user_file.write_text("[compaction]\nenabled = false\n")
+    assert last("off") == "thanks"
