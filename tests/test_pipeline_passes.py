@@ -631,3 +631,31 @@ def test_a_user_message_after_a_gap_gets_a_time_marker_unless_temporal_awareness
     assert last("unmarked") == "§3§ thanks"
     user_file.write_text("[compaction]\nenabled = false\n")
     assert last("off") == "thanks"
+
+
+def test_a_read_only_pass_never_busts_and_a_running_historian_holds_back_the_drops() -> None:
+    """`_schedule`: last known good replays the stored head even when the model changed (no HARD fold, no bust);
+    a pass over the threshold while a historian run holds the lease busts but leaves the drops to after it."""
+    from magic_context.store import db, leases, sessions
+    from magic_context.transform import pipeline, protocol
+
+    first, _, _ = serve(envelope([U1, A1, R1], NOW))
+    lkg = pipeline.run(protocol.read_input(envelope([U1, A1, R1], NOW + 1000, model="claude-opus-5"), {}),
+                       readonly=True)
+    assert (lkg.report["pass"], lkg.report["bust"], lkg.report["reason"]) == \
+        ("defer", False, "defer: within threshold, cache warm")
+    assert lkg.document["messages"] == first["messages"]
+
+    messages = _tools(40)
+    serve(_at(NOW, 1000, 20_000, "held", messages))
+    conn = db.open_db()
+    try:
+        pk = sessions.lookup_session(conn, "anthropic", "held")[0]
+        assert leases.acquire(conn, leases.historian_lease(pk), "run", NOW, 3_600_000, pid=os.getpid())
+    finally:
+        conn.close()
+    _, rep, _ = serve(_at(NOW + 2000, 14_000, 20_000, "held", messages))
+    assert (rep["pass"], rep["historian"], rep["dropped"], rep["new_drops"]) == ("execute", "running", 0, 0)
+    lkg = pipeline.run(protocol.read_input(_at(NOW + 3000, 14_000, 20_000, "held", messages), {}), readonly=True)
+    assert (lkg.report["pass"], lkg.report["bust"], lkg.report["reason"]) == \
+        ("defer", False, "defer: usage 70.1% ≥ threshold 50%")  # over the threshold, but read only
