@@ -659,3 +659,20 @@ def test_a_read_only_pass_never_busts_and_a_running_historian_holds_back_the_dro
     lkg = pipeline.run(protocol.read_input(_at(NOW + 3000, 14_000, 20_000, "held", messages), {}), readonly=True)
     assert (lkg.report["pass"], lkg.report["bust"], lkg.report["reason"]) == \
         ("defer", False, "defer: usage 70.1% ≥ threshold 50%")  # over the threshold, but read only
+
+
+def test_a_full_window_is_an_emergency_only_for_a_primary_pass_with_the_providers_figure_in_a_known_window() -> None:
+    """`_decide`'s exit 4 needs all of: the block band, a window the caller or the model table gave, the
+    provider's own usage, a primary agent; otherwise the pass is served and the next one corrects it."""
+    messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "done"},
+                {"role": "user", "content": "and now?"}]
+    _, rep, _ = serve(dict(_at(NOW, 1990, 2000, "e-sub", messages), agent="subagent"))
+    assert (rep["pass"], rep["usage_source"], rep["context_limit"]) == ("execute", "provider", 2000)
+    unknown = dict(_at(NOW, 195_000, 2000, "e-unknown", messages), model={"provider": "acme", "id": "mystery"})
+    _, rep, _ = serve(unknown)
+    assert (rep["usage_tokens"], rep["usage_source"], rep["context_limit"]) == (195_017, "provider", 200_000)
+    estimated = dict(_at(NOW, 1990, 2000, "e-est", messages))
+    del estimated["usage"]
+    estimated["messages"] = [{"role": "user", "content": "word " * 2000}]
+    _, rep, _ = serve(estimated)
+    assert (rep["usage_source"], rep["context_limit"]) == ("estimate", 2000) and rep["usage_tokens"] > 1900
