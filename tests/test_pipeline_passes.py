@@ -676,3 +676,34 @@ def test_a_full_window_is_an_emergency_only_for_a_primary_pass_with_the_provider
     estimated["messages"] = [{"role": "user", "content": "word " * 2000}]
     _, rep, _ = serve(estimated)
     assert (rep["usage_source"], rep["context_limit"]) == ("estimate", 2000) and rep["usage_tokens"] > 1900
+
+
+def test_the_users_lane_settings_reach_a_busting_pass() -> None:
+    """`_decide` reads the lanes' settings: `smart_drops` (opt-in) removes superseded todo lists, and a short
+    `auto_drop_tool_age` drops old tool outputs, both already on the first render (a HARD fold busts), where the
+    defaults drop nothing; the protected newest 20 tags stay."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    def todos(n: int) -> list:
+        messages: list = [{"role": "user", "content": "start"}]
+        for i in range(n):
+            messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "todowrite",
+                                                            "input": {"todos": f"step {i}"}}]},
+                         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                                       "content": f"TODO{i} " + "word " * 100}]}]
+        return [*messages, {"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+
+    def first_render(session: str) -> tuple:
+        out, rep, _ = serve(_at(NOW, 1000, 100_000, session, todos(40)))
+        text = json.dumps(out)
+        return rep["pass"], rep["dropped"], rep["new_drops"], [i for i in range(40) if f"TODO{i} " in text]
+
+    assert first_render("lanes-off") == ("fold", 0, 0, list(range(40)))
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("smart_drops = true\n")
+    assert first_render("lanes-smart") == ("fold", 22, 22, list(range(22, 40)))
+    user_file.write_text("auto_drop_tool_age = 30\n")
+    assert first_render("lanes-aged") == ("fold", 12, 12, list(range(12, 40)))
