@@ -707,3 +707,20 @@ def test_the_users_lane_settings_reach_a_busting_pass() -> None:
     assert first_render("lanes-smart") == ("fold", 22, 22, list(range(22, 40)))
     user_file.write_text("auto_drop_tool_age = 30\n")
     assert first_render("lanes-aged") == ("fold", 12, 12, list(range(12, 40)))
+
+
+def test_the_preview_cap_is_a_tenth_of_the_window_the_caller_or_the_model_table_gives() -> None:
+    """`_view` sizes the oversized-content cap from the request's window: the caller's figure first, else the
+    model's (gpt-4o: 128 000, so 12 800), else 200 000."""
+    paste = {"role": "user", "content": "PASTE " + "word " * 15_000}
+
+    def previewed(document: dict) -> bool:
+        out, rep, _ = serve(document)
+        assert rep["dropped"] == rep["new_drops"] == int(out["messages"][-1]["content"].startswith("[preview §1§"))
+        return rep["dropped"] == 1
+
+    gpt = dict(envelope([paste], NOW), session_id="cap-gpt", model={"provider": "openai", "id": "gpt-4o"})
+    assert previewed(gpt)
+    assert not previewed(dict(gpt, session_id="cap-default", model={"provider": "acme", "id": "mystery"}))
+    big = dict(_at(NOW, 1000, 300_000, "cap-given", [{"role": "user", "content": "PASTE " + "word " * 25_000}]))
+    assert not previewed(big)  # 25 000 is below a tenth of the given 300 000 (the table's 200 000 would preview)
