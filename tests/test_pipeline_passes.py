@@ -724,3 +724,15 @@ def test_the_preview_cap_is_a_tenth_of_the_window_the_caller_or_the_model_table_
     assert not previewed(dict(gpt, session_id="cap-default", model={"provider": "acme", "id": "mystery"}))
     big = dict(_at(NOW, 1000, 300_000, "cap-given", [{"role": "user", "content": "PASTE " + "word " * 25_000}]))
     assert not previewed(big)  # 25 000 is below a tenth of the given 300 000 (the table's 200 000 would preview)
+
+
+def test_the_providers_usage_counts_a_previewed_paste_after_it_at_its_previews_size() -> None:
+    """`_measure`: what came after the provider's last usage is counted as served: an oversized paste shown as
+    a preview (new on this pass, or stored on an earlier one) adds the preview's tokens, not the paste's."""
+    paste = {"role": "user", "content": "PASTE " + "word " * 10_100}
+    history = [U1, A2, paste]
+    _, rep, _ = serve(_at(NOW, 1000, 100_000, "shown", history))
+    assert (rep["dropped"], rep["usage_source"]) == (1, "provider")
+    assert rep["usage_tokens"] == 5074  # 1 000 + 10 output + the preview's 4 064 (the paste is 10 102)
+    _, rep, _ = serve(_at(NOW + 1000, 1000, 100_000, "shown", history))
+    assert (rep["dropped"], rep["new_drops"], rep["usage_tokens"]) == (1, 0, 5074)
