@@ -736,3 +736,27 @@ def test_the_providers_usage_counts_a_previewed_paste_after_it_at_its_previews_s
     assert rep["usage_tokens"] == 5074  # 1 000 + 10 output + the preview's 4 064 (the paste is 10 102)
     _, rep, _ = serve(_at(NOW + 1000, 1000, 100_000, "shown", history))
     assert (rep["dropped"], rep["new_drops"], rep["usage_tokens"]) == (1, 0, 5074)
+
+
+def test_the_head_shows_the_projects_memories_unless_memory_is_turned_off() -> None:
+    """`_head`: m[0] carries the project's memories; the user's `memory.enabled = false` leaves them out."""
+    from pathlib import Path
+
+    from magic_context import paths, project
+    from magic_context.memory import engine
+    from magic_context.store import db
+
+    conn = db.open_db()
+    try:
+        with db.atomic(conn):
+            engine.add(conn, project.identity("/tmp"), "tests run on real SQLite", "PROJECT_RULES", now_ms=NOW - 1)
+    finally:
+        conn.close()
+    out, _, _ = serve(dict(envelope([U1], NOW), session_id="remembers"))
+    assert out["messages"][0]["content"][0]["text"] == "<session-history></session-history>\n\n<project-memory>\n" \
+        "<PROJECT_RULES>\n#1: tests run on real SQLite\n</PROJECT_RULES>\n</project-memory>"
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("[memory]\nenabled = false\n")
+    out, _, _ = serve(dict(envelope([U1], NOW), session_id="forgets"))
+    assert out["messages"][0]["content"][0]["text"] == "<session-history></session-history>"
