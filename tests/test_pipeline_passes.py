@@ -374,7 +374,7 @@ def test_a_read_only_pass_writes_no_raw_history() -> None:
     serve(envelope([U1], NOW))
     document = json.loads(json.dumps(envelope([U1, A2], NOW + 1000)))  # a copy: the pass edits it in place
     result = pipeline.run(protocol.read_input(document, {}), readonly=True)
-    assert result.report["raw_written"] == 0 and result.prompt_ordinal is None
+    assert result.report["raw_written"] == 0 and result.prompt_ordinal is None and result.warnings == []
     assert result.document["messages"][-1] == {"role": "assistant", "content": "Fixed it."}  # no tag: raw
     conn = db.open_db()
     try:
