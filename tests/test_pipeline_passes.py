@@ -760,3 +760,17 @@ def test_the_head_shows_the_projects_memories_unless_memory_is_turned_off() -> N
     user_file.write_text("[memory]\nenabled = false\n")
     out, _, _ = serve(dict(envelope([U1], NOW), session_id="forgets"))
     assert out["messages"][0]["content"][0]["text"] == "<session-history></session-history>"
+
+
+def test_a_subagent_pass_on_a_folded_session_is_served_its_whole_history() -> None:
+    """`_view` folds only for a primary agent: a subagent gets no head, so the history the head summarizes
+    stays in its array (tagged)."""
+    history = [U1, A1, R1, A2, U2]
+    serve(envelope(history, NOW))
+    _publish("passes", 2)
+    folded, _, _ = serve(envelope(history, NOW + 1000, system="Be long."))
+    assert folded["messages"][2]["content"] == "§4§ Fixed it."
+    sub, rep, _ = serve(dict(envelope(history, NOW + 1500, system="Be long."), agent="subagent"))
+    assert [m["content"] for m in sub["messages"][:2]] == ["§1§ fix the bug", [
+        {"type": "text", "text": "§2§ Reading."}, A1["content"][1]]]
+    assert (rep["tags"], rep["tokens_before"]) == (5, 55)
