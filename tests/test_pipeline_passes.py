@@ -640,8 +640,8 @@ def test_a_read_only_pass_never_busts_and_a_running_historian_holds_back_the_dro
     from magic_context.transform import pipeline, protocol
 
     first, _, _ = serve(envelope([U1, A1, R1], NOW))
-    lkg = pipeline.run(protocol.read_input(envelope([U1, A1, R1], NOW + 1000, model="claude-opus-5"), {}),
-                       readonly=True)
+    document = json.loads(json.dumps(envelope([U1, A1, R1], NOW + 1000, model="claude-opus-5")))  # edited in place
+    lkg = pipeline.run(protocol.read_input(document, {}), readonly=True)
     assert (lkg.report["pass"], lkg.report["bust"], lkg.report["reason"]) == \
         ("defer", False, "defer: within threshold, cache warm")
     assert lkg.document["messages"] == first["messages"]
