@@ -774,3 +774,25 @@ def test_a_subagent_pass_on_a_folded_session_is_served_its_whole_history() -> No
     assert [m["content"] for m in sub["messages"][:2]] == ["§1§ fix the bug", [
         {"type": "text", "text": "§2§ Reading."}, A1["content"][1]]]
     assert (rep["tags"], rep["tokens_before"]) == (5, 55)
+
+
+def test_old_reasoning_is_stripped_on_a_busting_pass_and_its_size_is_kept_with_the_pass() -> None:
+    """`_decide` strips reasoning older than `clear_reasoning_age` tags (outside the protected 20); the pass
+    stores which messages lost it and their reasoning's tokens (the served size without re-reading them)."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("clear_reasoning_age = 1\n")
+    think = {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm " * 50, "signature": "sig"},
+                                              {"type": "text", "text": "Done."}]}
+    turns = [x for i in range(15) for x in ({"role": "user", "content": f"q{i}"}, {"role": "assistant",
+                                                                                   "content": f"a{i}"})]
+    out, rep, _ = serve(dict(envelope([U1, think, *turns, U2], NOW), session_id="think"))
+    assert out["messages"][3]["content"] == [{"type": "text", "text": "§2§ Done."}]
+    assert (rep["tokens_before"], rep["tokens_after"]) == (251, 330)
+    state, _, _ = _stored("think")
+    (stripped,), at = state["stripped_reasoning"]
+    assert state["reasoning_tokens"] == ({stripped: 50}, at)
