@@ -796,3 +796,34 @@ def test_old_reasoning_is_stripped_on_a_busting_pass_and_its_size_is_kept_with_t
     state, _, _ = _stored("think")
     (stripped,), at = state["stripped_reasoning"]
     assert state["reasoning_tokens"] == ({stripped: 50}, at)
+
+
+def test_the_skim_follows_a_watermark_of_zero_and_is_never_tried_without_a_watermark(monkeypatch) -> None:
+    """`_view`'s skim: a fold through ordinal 0 (one message) is skimmed on the next pass; once compaction is
+    off the stored hint is not read at all (the raw store would refuse it, costing a second decode)."""
+    from pathlib import Path
+
+    from magic_context import paths
+    from magic_context.wire import anthropic
+
+    history = [U1, A2, U2]
+    serve(dict(envelope(history, NOW), session_id="skim0"))
+    _publish("skim0", 0)
+    folded, _, _ = serve(dict(envelope(history, NOW + 1000, system="Be long."), session_id="skim0"))
+    assert [m["content"] for m in folded["messages"][2:]] == ["§2§ Fixed it.", "§3§ thanks"]
+    calls: list[int] = []
+    real_decode = anthropic.decode
+
+    def decode(messages, skim=0):
+        calls.append(skim)
+        return real_decode(messages, skim=skim)
+
+    monkeypatch.setattr(anthropic, "decode", decode)
+    out, _, _ = serve(dict(envelope(history, NOW + 2000, system="Be long."), session_id="skim0"))
+    assert calls == [1] and out["messages"] == folded["messages"]
+    calls.clear()
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("[compaction]\nenabled = false\n")
+    out, _, _ = serve(dict(envelope(history, NOW + 3000, system="Be long."), session_id="skim0"))
+    assert calls == [0] and out["messages"][2]["content"] == "fix the bug"
