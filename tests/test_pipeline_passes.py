@@ -713,10 +713,12 @@ def test_the_preview_cap_is_a_tenth_of_the_window_the_caller_or_the_model_table_
     """`_view` sizes the oversized-content cap from the request's window: the caller's figure first, else the
     model's (gpt-4o: 128 000, so 12 800), else 200 000."""
     paste = {"role": "user", "content": "PASTE " + "word " * 15_000}
+    limits = {"gpt-4o": 128_000, "mystery": 200_000}  # the report's window is the same one (`_measure`)
 
     def previewed(document: dict) -> bool:
         out, rep, _ = serve(document)
         assert rep["dropped"] == rep["new_drops"] == int(out["messages"][-1]["content"].startswith("[preview §1§"))
+        assert rep["context_limit"] == document["model"].get("context_limit", limits.get(document["model"]["id"]))
         return rep["dropped"] == 1
 
     gpt = dict(envelope([paste], NOW), session_id="cap-gpt", model={"provider": "openai", "id": "gpt-4o"})
