@@ -4,6 +4,8 @@ through a subprocess, where a wrong value shows (if at all) far downstream."""
 
 from __future__ import annotations
 
+import os
+
 from magic_context import tokens
 from magic_context.transform import pipeline, protocol, tagger
 from magic_context.transform import tags as tag_store
@@ -305,3 +307,62 @@ def test_protected_count_is_the_configs_else_the_harness_default_and_a_project_f
     user_file.write_text("protected_tags = 3\n")
     project_file.unlink()
     assert (count(m.ANTHROPIC), count(m.OPENAI)) == (3, 3)  # the user's own value may lower it
+
+
+def test_historian_is_asked_with_the_pass_figures_and_starts_inline_or_detached(conn, monkeypatch) -> None:
+    """`_historian`: off → idle without a look; else the trigger gets the pass's figures, the stored fold's end
+    and whether a run holds the lease; when it fires the run starts inline (tests, replays) or detached with the
+    configured timeout, and the report word says what happened."""
+    from types import SimpleNamespace
+
+    from magic_context.history import runner
+    from magic_context.history import trigger as history_trigger
+    from magic_context.store import compartments, leases, raw
+
+    pk = raw.ensure_session(conn, m.PI, "hist", project_dir="/p", now_ms=1)
+    seen: dict = {}
+    verdict = SimpleNamespace(fire=False, emergency=True)
+
+    def figures(messages, msg_tokens, **kw):
+        seen["figures"] = (messages, msg_tokens, kw)
+        return SimpleNamespace(tokens=11, messages=3, commit_clusters=2)
+
+    def evaluate(**kw):
+        seen["evaluate"] = kw
+        return verdict
+
+    calls: list = []
+    launched = [True]
+    monkeypatch.setattr(history_trigger, "tail_figures", figures)
+    monkeypatch.setattr(history_trigger, "evaluate", evaluate)
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: calls.append(("inline", a, k)))
+    monkeypatch.setattr(runner, "launch_background", lambda *a, **k: calls.append(("detached", a, k)) or launched[0])
+    inp = SimpleNamespace(now_ms=5000, session_id="hist", harness=m.PI)
+
+    def word(enabled: bool = True) -> str:
+        return pipeline._historian(conn, inp, {"historian.timeout_ms": 1234}, pk, messages=["m"], msg_tokens=[5],
+                                   usage_tokens=77, limit=1000, threshold=40.0, enabled=enabled)
+
+    assert word(enabled=False) == "idle" and seen == {}
+    assert word() == "idle" and calls == []
+    assert seen["figures"] == (["m"], [5], {"last_end": None, "context_limit": 1000, "threshold_percent": 40.0,
+                                            "usage_tokens": 77})
+    assert seen["evaluate"] == {"usage_tokens": 77, "context_limit": 1000, "threshold_percent": 40.0, "tail_tokens": 11,
+                                "tail_messages": 3, "commit_clusters": 2, "running": False}
+    compartments.insert(conn, pk, sequence=1, start=0, end=4, start_message_id=None, end_message_id=None, title="t",
+                        p1="", p2="", p3="", p4="", content="c", importance=50, episode_type=None, start_time=None,
+                        end_time=None, now_ms=1)
+    assert leases.acquire(conn, leases.historian_lease(pk), "other", 4000, 1001, pid=os.getpid())  # live until 5001
+    assert word() == "running"
+    assert seen["figures"][2]["last_end"] == 4 and seen["evaluate"]["running"] is True
+
+    verdict.fire = True
+    assert word() == "fired"
+    assert calls == [("inline", (conn, pk), {"emergency": True, "now_ms": 5000})]
+    calls.clear()
+    monkeypatch.setenv("MAGIC_CONTEXT_HISTORIAN", "")
+    assert word() == "fired"
+    assert calls == [("detached", (conn, pk), {"session_id": "hist", "harness": m.PI, "now_ms": 5000,
+                                               "timeout_ms": 1234})]
+    launched[0] = False
+    assert word() == "idle"  # not started (another process took the lease first)

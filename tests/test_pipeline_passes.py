@@ -374,7 +374,7 @@ def test_a_read_only_pass_writes_no_raw_history() -> None:
     serve(envelope([U1], NOW))
     document = json.loads(json.dumps(envelope([U1, A2], NOW + 1000)))  # a copy: the pass edits it in place
     result = pipeline.run(protocol.read_input(document, {}), readonly=True)
-    assert result.report["raw_written"] == 0 and result.prompt_ordinal is None
+    assert result.report["raw_written"] == 0 and result.prompt_ordinal is None and result.warnings == []
     assert result.document["messages"][-1] == {"role": "assistant", "content": "Fixed it."}  # no tag: raw
     conn = db.open_db()
     try:
@@ -449,3 +449,383 @@ def test_the_head_keeps_its_first_time_after_the_messages_it_took_it_from_are_fo
     out, rep, _ = serve(dict(document, now=NOW + 1000, model={"provider": "anthropic", "id": "claude-opus-5"}))
     assert rep["reason"] == "model changed" and len(out["messages"]) == 3  # the head and "thanks"
     assert [m["timestamp"] for m in out["messages"]] == [t0, t0, t0 + 2000]
+
+
+def _stored(session: str) -> tuple[dict, tuple, list]:
+    """A session's stored state (key → (value, updated_at)), its row's (tag counter, updated_at, model, window)
+    and its pass reports (at, kind, bust, reason, before, after)."""
+    from magic_context.store import db, sessions
+    from magic_context.store import state as state_store
+
+    conn = db.open_db()
+    try:
+        pk = sessions.lookup_session(conn, "anthropic", session)[0]
+        values = state_store.load_state(conn, pk)
+        at = dict(conn.execute("SELECT key, updated_at FROM session_state WHERE session_pk = ?", (pk,)).fetchall())
+        row = conn.execute("SELECT tag_counter, updated_at, model_key, context_limit FROM sessions WHERE id = ?",
+                           (pk,)).fetchone()
+        reports = conn.execute("SELECT at, pass_kind, bust, reason, tokens_before, tokens_after FROM pass_reports "
+                               "WHERE session_pk = ? ORDER BY id", (pk,)).fetchall()
+    finally:
+        conn.close()
+    return {k: (v, at[k]) for k, v in values.items()}, tuple(row), [tuple(r) for r in reports]
+
+
+def test_a_pass_stores_its_state_session_row_and_report_at_its_time(monkeypatch) -> None:
+    """`_persist`: every key a pass keeps, each written at the pass's time, the session row and the report;
+    the reports are pruned to the newest MAX_REPORTS_PER_SESSION."""
+    from magic_context.transform import pipeline
+
+    serve(dict(envelope([U1, A1, R1], NOW), session_id="kept"))
+    state, row, reports = _stored("kept")
+    meta = {"max_sequence": -1, "max_memory_id": 0, "memory_ids": [], "memory_cursor": 0,
+            "model_key": "anthropic/claude-sonnet-4-5", "system_hash": "1dc69e447c17301c", "materialized_at": NOW}
+    m1 = "<session-history-since>(no new content since last materialization)</session-history-since>"
+    values = {"date": "Today's date: 2025-11-24", "fold_through": -1, "last_pass_at": NOW,
+              "m0": "<session-history></session-history>", "m0_meta": meta, "m0_tokens": 9, "m1": m1,
+              "m1_tokens": 21, "nudge_state": {}, "nudges": [], "reasoning_tokens": {}, "skim_hint": 0,
+              "stripped_reasoning": [], "system_hash": "1dc69e447c17301c", "system_tokens": 3,
+              "visible_memory_ids": []}
+    assert state == {k: (v, NOW) for k, v in values.items()}
+    assert row == (3, NOW, "anthropic/claude-sonnet-4-5", 200_000)
+    assert reports == [(NOW, "fold", 1, "first render", 43, 82)]
+
+    monkeypatch.setattr(pipeline, "MAX_REPORTS_PER_SESSION", 1)
+    serve(dict(envelope([U1, A1, R1, A2, U2], NOW + 1000), session_id="kept"))
+    state, row, reports = _stored("kept")
+    assert state["last_pass_at"] == (NOW + 1000, NOW + 1000) and state["m0"] == (values["m0"], NOW)  # unchanged
+    assert row == (5, NOW + 1000, "anthropic/claude-sonnet-4-5", 200_000)
+    assert reports == [(NOW + 1000, "defer", 0, "defer: within threshold, cache warm", 55, 100)]
+
+
+def test_guidance_is_the_plain_block_without_ctx_reduce_and_is_left_out_when_skipped_or_turned_off() -> None:
+    """`_guidance`: a tool list without ctx_reduce gets the plain block; a system prompt carrying a skip
+    signature gets none; the user's config can turn the injection off in every harness's slot."""
+    from pathlib import Path
+
+    from magic_context import paths
+    from magic_context.transform import guidance
+
+    tools = [{"name": "read", "input_schema": {"type": "object"}}]
+    out, _, _ = serve(dict(envelope([U1], NOW), session_id="plain", tools=tools))
+    assert out["system"] == "Be brief.\n\n" + guidance.PLAIN_GUIDANCE + "\nToday's date: 2025-11-24"
+    assert out["messages"][2]["content"] == "fix the bug"  # no ctx_reduce: no tag prefixes to name parts by
+    out, _, _ = serve(dict(envelope([U1], NOW), session_id="reduce"))
+    assert out["system"] == "Be brief.\n\n" + guidance.REDUCE_GUIDANCE + "\nToday's date: 2025-11-24"
+    skip = "Be brief. <!-- magic-context: skip -->"
+    out, _, _ = serve(dict(envelope([U1], NOW, system=skip), session_id="skip"))
+    assert out["system"] == skip
+
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text('[system_prompt_injection]\nskip_signatures = ["brief"]\n')
+    out, _, _ = serve(dict(envelope([U1], NOW), session_id="mine"))
+    assert out["system"] == "Be brief."
+    out, _, _ = serve(dict(envelope([U1], NOW, system="Be long."), session_id="mine2"))
+    assert out["system"].startswith("Be long." + GUIDANCE)
+
+    user_file.write_text("[system_prompt_injection]\nenabled = false\n")
+    out, _, _ = serve(dict(envelope([U1], NOW), session_id="off"))
+    assert out["system"] == "Be brief." and out["messages"][2]["content"] == "§1§ fix the bug"
+    blocks = [{"type": "text", "text": "P"}]
+    claude = first_pass({"model": "claude-x", "max_tokens": 5, "messages": [U1], "system": blocks}, "off-blocks")
+    assert claude["system"] == blocks
+    chat = first_pass({"model": "gpt-4o", "messages": [{"role": "system", "content": "Sys A"}, U1]}, "off-chat")
+    assert chat["messages"][0] == {"role": "system", "content": "Sys A"}
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    dev = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Dev"}]}
+    inst = first_pass({"model": "gpt-5", "instructions": "Inst", "input": [dev, user]}, "off-inst")
+    assert inst["instructions"] == "Inst" and inst["input"][0] == dev
+
+
+def _compartment(session: str, sequence: int, start: int, end: int, p1: str) -> None:
+    from magic_context.store import compartments, db, sessions
+
+    conn = db.open_db()
+    try:
+        with db.atomic(conn):
+            pk = sessions.lookup_session(conn, "anthropic", session)[0]
+            compartments.insert(conn, pk, sequence=sequence, start=start, end=end, start_message_id=None,
+                                end_message_id=None, title=f"part {sequence}", p1=p1, p2="", p3="", p4="",
+                                content=p1, importance=50, episode_type=None, start_time=None, end_time=None,
+                                now_ms=NOW)
+    finally:
+        conn.close()
+
+
+def test_a_busting_pass_shows_new_history_in_m1_until_it_outgrows_its_share_then_folds_it_into_m0() -> None:
+    """`_head`: on a busting pass that is not a HARD fold a new compartment goes into m[1] and m[0] is replayed;
+    once m[1] is above a fifth of the history budget (10% of the window) the pass folds it into m[0] instead."""
+    messages = _tools(40)
+    first, _, _ = serve(_at(NOW, 1000, 20_000, "m1", messages))
+    _compartment("m1", 1, 0, 2, "short summary")
+    out, rep, _ = serve(_at(NOW + 2000, 14_000, 20_000, "m1", messages))
+    assert (rep["pass"], rep["reason"]) == ("execute", "usage 70.1% ≥ threshold 50%")
+    assert out["messages"][0] == first["messages"][0]
+    assert out["messages"][1]["content"][0]["text"] == \
+        "<session-history-since>\n<new-compartments>\n## 0-2 · part 1\nshort summary\n</new-compartments>\n" \
+        "</session-history-since>"
+    long = "long summary " * 200
+    _compartment("m1", 2, 3, 4, long)
+    out, rep, _ = serve(_at(NOW + 4000, 14_000, 20_000, "m1", messages))
+    assert (rep["pass"], rep["reason"]) == ("fold", "m[1] pressure backstop")
+    assert [msg["content"][0]["text"] for msg in out["messages"][:2]] == [
+        f"<session-history>\n## 0-2 · part 1\nshort summary\n\n## 3-4 · part 2\n{long.strip()}\n</session-history>",
+        "<session-history-since>(no new content since last materialization)</session-history-since>"]
+
+
+def test_the_threshold_is_the_configs_per_model_a_token_figure_wins_and_a_project_file_only_raises_it(tmp_path) -> None:
+    """`_measure`: the execute threshold a pass reports: the harness default (40% here), a project file's value
+    only above it, the user's per-model value (else its default) even below it, a token threshold over either;
+    and the cache TTL the user sets decides when a warm pass turns into a HARD fold."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    def threshold(session: str, model: str = "claude-sonnet-4-5") -> float:
+        document = dict(envelope([U1], NOW, model=model), session_id=session, project_dir=str(tmp_path))
+        return serve(document)[1]["threshold_percent"]
+
+    project_file = tmp_path / ".magic-context.toml"
+    project_file.write_text("execute_threshold_percentage = 30\n")
+    assert threshold("p30") == 40.0
+    project_file.write_text("execute_threshold_percentage = 60\n")
+    assert threshold("p60") == 60.0
+    small = dict(_at(NOW, 100, 12_000, "small", [U1]), project_dir=str(tmp_path))
+    assert serve(small)[1]["threshold_percent"] == 65.0  # a 12 000-token window's default is above 60
+    project_file.unlink()
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text('execute_threshold_percentage = { default = 30, "claude-sonnet-4-5" = 25 }\n')
+    assert (threshold("u1"), threshold("u2", "claude-opus-5")) == (25.0, 30.0)
+    user_file.write_text('execute_threshold_tokens = { default = 50000, "anthropic/claude-sonnet-4-5" = 60000 }\n')
+    assert (threshold("t1"), threshold("t2", "claude-opus-5")) == (30.0, 25.0)
+
+    user_file.write_text('cache_ttl = "10s"\n')
+    serve(dict(envelope([U1], NOW), session_id="ttl"))
+    assert serve(dict(envelope([U1], NOW + 9_000), session_id="ttl"))[1]["pass"] == "defer"
+    assert serve(dict(envelope([U1], NOW + 20_000), session_id="ttl"))[1]["reason"] == "cache TTL expired"
+
+
+def test_a_user_message_after_a_gap_gets_a_time_marker_unless_temporal_awareness_or_compaction_is_off() -> None:
+    """`_apply`: the temporal markers go in front of a user message that follows a pause; the user's config can
+    turn them off, and with compaction off nothing is marked (nor tagged)."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    t0 = NOW - 3_600_000
+    history = [{"role": "user", "content": "fix the bug", "timestamp": t0},
+               {"role": "assistant", "content": [{"type": "text", "text": "Fixed it."}], "timestamp": t0 + 1000},
+               {"role": "user", "content": "thanks", "timestamp": t0 + 601_000}]
+
+    def last(session: str) -> object:
+        document = {"messages": history, "harness": "pi", "session_id": session, "project_dir": "/tmp", "now": NOW,
+                    "model": {"provider": "anthropic", "id": "claude-sonnet-4-5"}}
+        return serve(document)[0]["messages"][-1]["content"]
+
+    assert last("marked") == "<!-- +10m -->\n§3§ thanks"
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("temporal_awareness = false\n")
+    assert last("unmarked") == "§3§ thanks"
+    user_file.write_text("[compaction]\nenabled = false\n")
+    assert last("off") == "thanks"
+
+
+def test_a_read_only_pass_never_busts_and_a_running_historian_holds_back_the_drops() -> None:
+    """`_schedule`: last known good replays the stored head even when the model changed (no HARD fold, no bust);
+    a pass over the threshold while a historian run holds the lease busts but leaves the drops to after it."""
+    from magic_context.store import db, leases, sessions
+    from magic_context.transform import pipeline, protocol
+
+    first, _, _ = serve(envelope([U1, A1, R1], NOW))
+    document = json.loads(json.dumps(envelope([U1, A1, R1], NOW + 1000, model="claude-opus-5")))  # edited in place
+    lkg = pipeline.run(protocol.read_input(document, {}), readonly=True)
+    assert (lkg.report["pass"], lkg.report["bust"], lkg.report["reason"]) == \
+        ("defer", False, "defer: within threshold, cache warm")
+    assert lkg.document["messages"] == first["messages"]
+
+    messages = _tools(40)
+    serve(_at(NOW, 1000, 20_000, "held", messages))
+    conn = db.open_db()
+    try:
+        pk = sessions.lookup_session(conn, "anthropic", "held")[0]
+        assert leases.acquire(conn, leases.historian_lease(pk), "run", NOW, 3_600_000, pid=os.getpid())
+    finally:
+        conn.close()
+    _, rep, _ = serve(_at(NOW + 2000, 14_000, 20_000, "held", messages))
+    assert (rep["pass"], rep["historian"], rep["dropped"], rep["new_drops"]) == ("execute", "running", 0, 0)
+    lkg = pipeline.run(protocol.read_input(_at(NOW + 3000, 14_000, 20_000, "held", messages), {}), readonly=True)
+    assert (lkg.report["pass"], lkg.report["bust"], lkg.report["reason"]) == \
+        ("defer", False, "defer: usage 70.1% ≥ threshold 50%")  # over the threshold, but read only
+
+
+def test_a_full_window_is_an_emergency_only_for_a_primary_pass_with_the_providers_figure_in_a_known_window() -> None:
+    """`_decide`'s exit 4 needs all of: the block band, a window the caller or the model table gave, the
+    provider's own usage, a primary agent; otherwise the pass is served and the next one corrects it."""
+    messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "done"},
+                {"role": "user", "content": "and now?"}]
+    _, rep, _ = serve(dict(_at(NOW, 1990, 2000, "e-sub", messages), agent="subagent"))
+    assert (rep["pass"], rep["usage_source"], rep["context_limit"]) == ("execute", "provider", 2000)
+    unknown = dict(_at(NOW, 195_000, 2000, "e-unknown", messages), model={"provider": "acme", "id": "mystery"})
+    _, rep, _ = serve(unknown)
+    assert (rep["usage_tokens"], rep["usage_source"], rep["context_limit"]) == (195_017, "provider", 200_000)
+    estimated = dict(_at(NOW, 1990, 2000, "e-est", messages))
+    del estimated["usage"]
+    estimated["messages"] = [{"role": "user", "content": "word " * 2000}]
+    _, rep, _ = serve(estimated)
+    assert (rep["usage_source"], rep["context_limit"]) == ("estimate", 2000) and rep["usage_tokens"] > 1900
+
+
+def test_the_users_lane_settings_reach_a_busting_pass() -> None:
+    """`_decide` reads the lanes' settings: `smart_drops` (opt-in) removes superseded todo lists, and a short
+    `auto_drop_tool_age` drops old tool outputs, both already on the first render (a HARD fold busts), where the
+    defaults drop nothing; the protected newest 20 tags stay."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    def todos(n: int) -> list:
+        messages: list = [{"role": "user", "content": "start"}]
+        for i in range(n):
+            messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "todowrite",
+                                                            "input": {"todos": f"step {i}"}}]},
+                         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                                       "content": f"TODO{i} " + "word " * 100}]}]
+        return [*messages, {"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+
+    def first_render(session: str) -> tuple:
+        out, rep, _ = serve(_at(NOW, 1000, 100_000, session, todos(40)))
+        text = json.dumps(out)
+        return rep["pass"], rep["dropped"], rep["new_drops"], [i for i in range(40) if f"TODO{i} " in text]
+
+    assert first_render("lanes-off") == ("fold", 0, 0, list(range(40)))
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("smart_drops = true\n")
+    assert first_render("lanes-smart") == ("fold", 22, 22, list(range(22, 40)))
+    user_file.write_text("auto_drop_tool_age = 30\n")
+    assert first_render("lanes-aged") == ("fold", 12, 12, list(range(12, 40)))
+
+
+def test_the_preview_cap_is_a_tenth_of_the_window_the_caller_or_the_model_table_gives() -> None:
+    """`_view` sizes the oversized-content cap from the request's window: the caller's figure first, else the
+    model's (gpt-4o: 128 000, so 12 800), else 200 000."""
+    paste = {"role": "user", "content": "PASTE " + "word " * 15_000}
+    limits = {"gpt-4o": 128_000, "mystery": 200_000}  # the report's window is the same one (`_measure`)
+
+    def previewed(document: dict) -> bool:
+        out, rep, _ = serve(document)
+        assert rep["dropped"] == rep["new_drops"] == int(out["messages"][-1]["content"].startswith("[preview §1§"))
+        assert rep["context_limit"] == document["model"].get("context_limit", limits.get(document["model"]["id"]))
+        return rep["dropped"] == 1
+
+    gpt = dict(envelope([paste], NOW), session_id="cap-gpt", model={"provider": "openai", "id": "gpt-4o"})
+    assert previewed(gpt)
+    assert not previewed(dict(gpt, session_id="cap-default", model={"provider": "acme", "id": "mystery"}))
+    big = dict(_at(NOW, 1000, 300_000, "cap-given", [{"role": "user", "content": "PASTE " + "word " * 25_000}]))
+    assert not previewed(big)  # 25 000 is below a tenth of the given 300 000 (the table's 200 000 would preview)
+
+
+def test_the_providers_usage_counts_a_previewed_paste_after_it_at_its_previews_size() -> None:
+    """`_measure`: what came after the provider's last usage is counted as served: an oversized paste shown as
+    a preview (new on this pass, or stored on an earlier one) adds the preview's tokens, not the paste's."""
+    paste = {"role": "user", "content": "PASTE " + "word " * 10_100}
+    history = [U1, A2, paste]
+    _, rep, _ = serve(_at(NOW, 1000, 100_000, "shown", history))
+    assert (rep["dropped"], rep["usage_source"]) == (1, "provider")
+    assert rep["usage_tokens"] == 5074  # 1 000 + 10 output + the preview's 4 064 (the paste is 10 102)
+    _, rep, _ = serve(_at(NOW + 1000, 1000, 100_000, "shown", history))
+    assert (rep["dropped"], rep["new_drops"], rep["usage_tokens"]) == (1, 0, 5074)
+
+
+def test_the_head_shows_the_projects_memories_unless_memory_is_turned_off() -> None:
+    """`_head`: m[0] carries the project's memories; the user's `memory.enabled = false` leaves them out."""
+    from pathlib import Path
+
+    from magic_context import paths, project
+    from magic_context.memory import engine
+    from magic_context.store import db
+
+    conn = db.open_db()
+    try:
+        with db.atomic(conn):
+            engine.add(conn, project.identity("/tmp"), "tests run on real SQLite", "PROJECT_RULES", now_ms=NOW - 1)
+    finally:
+        conn.close()
+    out, _, _ = serve(dict(envelope([U1], NOW), session_id="remembers"))
+    assert out["messages"][0]["content"][0]["text"] == "<session-history></session-history>\n\n<project-memory>\n" \
+        "<PROJECT_RULES>\n#1: tests run on real SQLite\n</PROJECT_RULES>\n</project-memory>"
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("[memory]\nenabled = false\n")
+    out, _, _ = serve(dict(envelope([U1], NOW), session_id="forgets"))
+    assert out["messages"][0]["content"][0]["text"] == "<session-history></session-history>"
+
+
+def test_a_subagent_pass_on_a_folded_session_is_served_its_whole_history() -> None:
+    """`_view` folds only for a primary agent: a subagent gets no head, so the history the head summarizes
+    stays in its array (tagged)."""
+    history = [U1, A1, R1, A2, U2]
+    serve(envelope(history, NOW))
+    _publish("passes", 2)
+    folded, _, _ = serve(envelope(history, NOW + 1000, system="Be long."))
+    assert folded["messages"][2]["content"] == "§4§ Fixed it."
+    sub, rep, _ = serve(dict(envelope(history, NOW + 1500, system="Be long."), agent="subagent"))
+    assert [m["content"] for m in sub["messages"][:2]] == ["§1§ fix the bug", [
+        {"type": "text", "text": "§2§ Reading."}, A1["content"][1]]]
+    assert (rep["tags"], rep["tokens_before"]) == (5, 55)
+
+
+def test_old_reasoning_is_stripped_on_a_busting_pass_and_its_size_is_kept_with_the_pass() -> None:
+    """`_decide` strips reasoning older than `clear_reasoning_age` tags (outside the protected 20); the pass
+    stores which messages lost it and their reasoning's tokens (the served size without re-reading them)."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("clear_reasoning_age = 1\n")
+    think = {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm " * 50, "signature": "sig"},
+                                              {"type": "text", "text": "Done."}]}
+    turns = [x for i in range(15) for x in ({"role": "user", "content": f"q{i}"}, {"role": "assistant",
+                                                                                   "content": f"a{i}"})]
+    out, rep, _ = serve(dict(envelope([U1, think, *turns, U2], NOW), session_id="think"))
+    assert out["messages"][3]["content"] == [{"type": "text", "text": "§2§ Done."}]
+    assert (rep["tokens_before"], rep["tokens_after"]) == (251, 330)
+    state, _, _ = _stored("think")
+    (stripped,), at = state["stripped_reasoning"]
+    assert state["reasoning_tokens"] == ({stripped: 50}, at)
+
+
+def test_the_skim_follows_a_watermark_of_zero_and_is_never_tried_without_a_watermark(monkeypatch) -> None:
+    """`_view`'s skim: a fold through ordinal 0 (one message) is skimmed on the next pass; once compaction is
+    off the stored hint is not read at all (the raw store would refuse it, costing a second decode)."""
+    from pathlib import Path
+
+    from magic_context import paths
+    from magic_context.wire import anthropic
+
+    history = [U1, A2, U2]
+    serve(dict(envelope(history, NOW), session_id="skim0"))
+    _publish("skim0", 0)
+    folded, _, _ = serve(dict(envelope(history, NOW + 1000, system="Be long."), session_id="skim0"))
+    assert [m["content"] for m in folded["messages"][2:]] == ["§2§ Fixed it.", "§3§ thanks"]
+    calls: list[int] = []
+    real_decode = anthropic.decode
+
+    def decode(messages, skim=0):
+        calls.append(skim)
+        return real_decode(messages, skim=skim)
+
+    monkeypatch.setattr(anthropic, "decode", decode)
+    out, _, _ = serve(dict(envelope(history, NOW + 2000, system="Be long."), session_id="skim0"))
+    assert calls == [1] and out["messages"] == folded["messages"]
+    calls.clear()
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("[compaction]\nenabled = false\n")
+    out, _, _ = serve(dict(envelope(history, NOW + 3000, system="Be long."), session_id="skim0"))
+    assert calls == [0] and out["messages"][2]["content"] == "fix the bug"
