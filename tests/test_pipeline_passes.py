@@ -42,6 +42,21 @@ def report(kind: str, reason: str, *, before: int, after: int, tags: int, usage:
             "new_drops": 0, "new_tags": new_tags, "raw_written": written}
 
 
+def record_skims(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Patch the Anthropic codec's decode to record the skim count of each call; returns the (live) record."""
+    from magic_context.wire import anthropic
+
+    calls: list[int] = []
+    real_decode = anthropic.decode
+
+    def decode(messages, skim=0):
+        calls.append(skim)
+        return real_decode(messages, skim=skim)
+
+    monkeypatch.setattr(anthropic, "decode", decode)
+    return calls
+
+
 def test_a_sessions_passes_and_their_reports() -> None:
     out, rep, last = serve(envelope([U1, A1, R1], NOW))
     assert rep == report("fold", "first render", before=43, after=82, tags=3, usage=52, new_tags=3, written=3)
@@ -337,20 +352,12 @@ def test_after_a_fold_the_folded_lead_is_decoded_skimmed_and_an_edit_there_is_st
     """`_decode_and_sync`: once history is folded the next pass decodes the folded lead without its blocks
     (one decode, the skim holds); a harness edit inside that lead makes the raw store refuse the skim, and the
     whole decode then shows the rewrite (a HARD fold), never a stale defer."""
-    from magic_context.wire import anthropic
 
     history = [U1, A1, R1, A2, U2]
     serve(envelope(history, NOW))
     _publish("passes", 2)
     folded, _, _ = serve(envelope(history, NOW + 1000, system="Be long."))  # busts: folds U1, A1, R1
-    calls: list[int] = []
-    real_decode = anthropic.decode
-
-    def decode(messages, skim=0):
-        calls.append(skim)
-        return real_decode(messages, skim=skim)
-
-    monkeypatch.setattr(anthropic, "decode", decode)
+    calls = record_skims(monkeypatch)
     out, rep, _ = serve(envelope(history, NOW + 2000, system="Be long."))
     assert calls == [3] and rep["pass"] == "defer" and out["messages"] == folded["messages"]
     calls.clear()
@@ -806,21 +813,13 @@ def test_the_skim_follows_a_watermark_of_zero_and_is_never_tried_without_a_water
     from pathlib import Path
 
     from magic_context import paths
-    from magic_context.wire import anthropic
 
     history = [U1, A2, U2]
     serve(dict(envelope(history, NOW), session_id="skim0"))
     _publish("skim0", 0)
     folded, _, _ = serve(dict(envelope(history, NOW + 1000, system="Be long."), session_id="skim0"))
     assert [m["content"] for m in folded["messages"][2:]] == ["§2§ Fixed it.", "§3§ thanks"]
-    calls: list[int] = []
-    real_decode = anthropic.decode
-
-    def decode(messages, skim=0):
-        calls.append(skim)
-        return real_decode(messages, skim=skim)
-
-    monkeypatch.setattr(anthropic, "decode", decode)
+    calls = record_skims(monkeypatch)
     out, _, _ = serve(dict(envelope(history, NOW + 2000, system="Be long."), session_id="skim0"))
     assert calls == [1] and out["messages"] == folded["messages"]
     calls.clear()
