@@ -346,6 +346,9 @@ def test_published_history_folds_on_the_next_busting_pass_and_stays_folded() -> 
     user_file.write_text("[compaction]\nenabled = false\n")  # turned off: the stored fold no longer applies
     out, rep, _ = serve(envelope(newer, NOW + 5000, system="Be long.", model="claude-opus-5"))
     assert [m["content"] for m in out["messages"][2:4]] == ["fix the bug", A1["content"]]
+    user_file.write_text("")  # on again: the off passes kept the watermark, so the fold (and its bytes) come back
+    out, rep, _ = serve(envelope(newer, NOW + 6000, system="Be long.", model="claude-opus-5"))
+    assert out["messages"] == folded["messages"]
 
 
 def test_after_a_fold_the_folded_lead_is_decoded_skimmed_and_an_edit_there_is_still_seen(monkeypatch) -> None:
@@ -773,7 +776,7 @@ def test_the_head_shows_the_projects_memories_unless_memory_is_turned_off() -> N
 
 def test_a_subagent_pass_on_a_folded_session_is_served_its_whole_history() -> None:
     """`_view` folds only for a primary agent: a subagent gets no head, so the history the head summarizes
-    stays in its array (tagged)."""
+    stays in its array (tagged); its pass stores no fold watermark of its own."""
     history = [U1, A1, R1, A2, U2]
     serve(envelope(history, NOW))
     _publish("passes", 2)
@@ -783,6 +786,12 @@ def test_a_subagent_pass_on_a_folded_session_is_served_its_whole_history() -> No
     assert [m["content"] for m in sub["messages"][:2]] == ["§1§ fix the bug", [
         {"type": "text", "text": "§2§ Reading."}, A1["content"][1]]]
     assert (rep["tags"], rep["tokens_before"]) == (5, 55)
+
+    # the subagent's pass (same session id) leaves the primary's fold alone: the next primary defer pass
+    # replays the folded bytes (re-serving the folded messages would bust the cache and show history twice)
+    again, rep, _ = serve(envelope(history, NOW + 2000, system="Be long."))
+    assert rep["pass"] == "defer"
+    assert again["messages"] == folded["messages"]
 
 
 def test_old_reasoning_is_stripped_on_a_busting_pass_and_its_size_is_kept_with_the_pass() -> None:

@@ -295,8 +295,11 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
                  system_tokens=meas.sizes.system_tokens, model_key=meas.model_key, limit=meas.limit.tokens,
                  extra={"reasoning_tokens": {k: v for k, v in served.reasoning_cache.items()
                                              if k in decisions.stripped},
-                        "fold_through": view.fold_through,
-                        "skim_hint": _skim_hint(view.all_messages, view.fold_through),
+                        # only a pass that folds owns the watermark: a subagent's (or compaction-off) pass under
+                        # the same session must not reset it, or the next primary pass re-serves folded history
+                        **({"fold_through": view.fold_through,
+                            "skim_hint": _skim_hint(view.all_messages, view.fold_through)}
+                           if compaction and primary else {}),
                         **({"head_created_at": head_out.created} if head_out.created is not None else {})})
     last_ordinal = view.all_messages[-1].ordinal if view.all_messages and not (readonly or inp.dry_run) else None
     return PassResult(build_output(inp, messages_out, system_out), report, warnings, last_ordinal)
