@@ -8,18 +8,19 @@
 # mutmut 3.8 (config: [tool.mutmut] in pyproject.toml) runs in a scratch copy of the committed tree (HEAD), so
 # the work tree is never touched. It mutates the load-bearing modules, records once which of the fast tests
 # reach each function, then checks the mutants of one module at a time with only those tests: one worker
-# (--max-children 1) under `nice -n 15`, as the machine is shared. Per module it prints killed/total, the
+# (--max-children 1, WORKERS to change it) under `nice -n 15`, as the machine is shared. Per module it prints killed/total, the
 # score and the time; the survivors' diffs go to $OUT/<module>.survivors.txt.
 #
 # Environment: OUT (results, default bench/results/mutation), MODULE_TIMEOUT_S (stop a module after this many
 # seconds and report what was checked; default 1200), KEEP_SCRATCH=1 (keep the scratch copy for `mutmut browse`),
-# MC_HYPOTHESIS_SCALE (examples drawn by the codec and heuristics property tests, as a share of their full figure;
+# WORKERS (mutants checked at once, default 1), MC_HYPOTHESIS_SCALE (examples drawn by the codec and heuristics property tests, as a share of their full figure;
 # default 0.1 here, 1 elsewhere: tests/hypothesis_budget.py).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$REPO/bench/results/mutation}
 MODULE_TIMEOUT_S=${MODULE_TIMEOUT_S:-1200}
+WORKERS=${WORKERS:-1}
 MUTMUT=${MUTMUT:-mutmut}
 export MC_HYPOTHESIS_SCALE=${MC_HYPOTHESIS_SCALE:-0.1}
 # module (under magic_context/) -> the fast tests that exercise it
@@ -111,7 +112,7 @@ for module in "${MODULES[@]}"; do
   name="magic_context.$(echo "${module%.py}" | tr / .)"
   started=$(date +%s)
   set +e
-  timeout "$MODULE_TIMEOUT_S" nice -n 15 "$MUTMUT" run --max-children 1 "$name.*" >"$OUT/${module//\//_}.log" 2>&1
+  timeout "$MODULE_TIMEOUT_S" nice -n 15 "$MUTMUT" run --max-children "$WORKERS" "$name.*" >"$OUT/${module//\//_}.log" 2>&1
   code=$?
   set -e
   took=$(( $(date +%s) - started ))
@@ -126,5 +127,5 @@ for module in "${MODULES[@]}"; do
   done
   printf '| %s | %s / %s | %s | %ss | %s |\n' "$module" "$killed" "$checked" "$score" "$took" "$note" | tee -a "$OUT/table.md"
 done
-echo "mutmut $("$MUTMUT" --version | awk '{print $NF}') on $commit, one worker under nice -n 15; generating the mutants" \
+echo "mutmut $("$MUTMUT" --version | awk '{print $NF}') on $commit, $WORKERS worker(s) under nice -n 15; generating the mutants" \
   "and tracing the tests took ${setup_s}s more. Survivors' diffs: $OUT/*.survivors.txt" | tee -a "$OUT/table.md"
