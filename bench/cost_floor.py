@@ -169,6 +169,7 @@ class Bill:
     busts: int = 0
     resent: int = 0
     resent_read: int = 0
+    new_written: int = 0  # writes of units the previous request did not carry (the rest re-write a cold pass)
 
     @property
     def mean_tokens(self) -> float:
@@ -204,6 +205,7 @@ def perfect_bill(requests: Sequence[tuple[Sequence[Unit], int | None]], price: c
         bill.write += write
         bill.uncached += uncached
         bill.passes += 1
+        bill.new_written += min(write, sum(u[1] for u in units if prev is None or u[0] not in prev))
         if warm:
             bill.resent += resent
             bill.resent_read += read
@@ -255,6 +257,48 @@ def prefix_floor(rep: Replayable, kind: str, counter: TokenCounter, price: cost.
                 ledger.passes, ledger.busts, ledger.resent_tokens, ledger.resent_read)
 
 
+# -- where mc's cost goes ----------------------------------------------------------------------------
+
+HEAD_MARK = "<session-history"
+
+
+def _is_head(msg: m.Message) -> bool:
+    return any(b.kind == m.TEXT and b.text.lstrip().startswith(HEAD_MARK) for b in msg.blocks)
+
+
+def mc_detail(rep: Replayable, window: int, counter: TokenCounter, price: cost.Pricing, ttl_ms: int) -> dict[str, Any]:
+    """Replay mc (every default, in-process) and split what it serves and writes: mean tokens per pass of
+    its system prompt (its own instructions included), the task kept verbatim, its head (`<session-history>`
+    messages) and the other kept messages; cache writes of new units (not in the previous request), and
+    re-writes (units sent before, written again after a bust or a cold pass)."""
+    from magic_context.replay.engine import McRunner
+
+    task = counter.message(rep.canon[fixed_count(rep.canon) - 1]) if rep.canon else None
+    ledger = cost.Ledger(price, ttl_ms)
+    sums = {"system": 0, "task": 0, "head": 0, "kept": 0}
+    new_written = 0
+    prev: set[str] = set()
+    with McRunner(harness=rep.harness, window=window, system=rep.system) as runner:
+        for spec in rep.passes:
+            served = runner.serve(runner.payload(rep.native[:spec.end], spec.at_ms, spec.model))
+            system = counter.system(served.system)
+            units = [*system, *(counter.message(msg, memo=False) for msg in served.messages)]
+            sums["system"] += sum(u[1] for u in system)
+            for msg, unit in zip(served.messages, units[len(system):], strict=True):
+                part = "system" if msg.role == m.SYSTEM else "head" if _is_head(msg) else (
+                    "task" if task is not None and unit[0] == task[0] else "kept")
+                sums[part] += unit[1]
+            charge = ledger.add(units, spec.at_ms)
+            if charge.write:
+                new_written += min(charge.write, sum(u[1] for u in units if u[0] not in prev))
+            prev = {u[0] for u in units}
+    passes = ledger.passes or 1
+    return {"usd": ledger.usd, "busts": ledger.busts, "cold": ledger.cold, "read": ledger.read_tokens,
+            "write": ledger.write_tokens, "new_written": new_written, "rewritten": ledger.write_tokens - new_written,
+            "resent_read_share": ledger.resent_read_share,
+            "mean": {k: v / passes for k, v in sums.items()}}
+
+
 # -- the bench ----------------------------------------------------------------------------------------
 
 def _label(name: str, window: int) -> str:
@@ -267,9 +311,9 @@ def _strategy_figures(data: dict[str, Any], name: str) -> dict[str, Any]:
     return next(s for s in data["strategies"] if s["name"] == name)
 
 
-def measure(name: str, window: int, figures: dict[str, Any] | None) -> dict[str, Any]:
+def measure(name: str, window: int, figures: dict[str, Any] | None, *, detail: bool = False) -> dict[str, Any]:
     """Floors for one case, beside mc's and native's figures (`figures`: a bench/run.py cached case; else
-    replayed here, mc with every default)."""
+    replayed here, mc with every default); with `detail`, mc replayed again for `mc_detail`."""
     from magic_context.replay import replay
     from magic_context.wire.importers import load_session
 
@@ -302,10 +346,12 @@ def measure(name: str, window: int, figures: dict[str, Any] | None) -> dict[str,
         bill = perfect_bill(requests, price, ttl_ms)
         prefix = prefix_floor(rep, kind, counter, price, ttl_ms, window=window)
         out[kind] = {"usd": bill.usd, "mean_tokens": bill.mean_tokens, "read": bill.read, "write": bill.write,
-                     "uncached": bill.uncached, "peak_tokens": max(sizes, default=0),
+                     "uncached": bill.uncached, "new_written": bill.new_written, "peak_tokens": max(sizes, default=0),
                      "over_window": sum(size > window for size in sizes),
                      "prefix": {"usd": prefix.usd, "busts": prefix.busts,
                                 "resent_read_share": prefix.resent_read_share}}
+    if detail:
+        out["mc_detail"] = mc_detail(rep, window, counter, price, ttl_ms)
     return out
 
 
@@ -345,6 +391,31 @@ def breakdown(rows: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def detail_table(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """mc replayed on this tree (`mc_detail`) against the floor+tail: where the difference goes."""
+    p = cost.pricing("anthropic-sonnet")
+    write_usd = p.input_per_mtok * p.write_multiplier_5m / 1e6
+    lines = ["| session @ window | mc / native (this tree) | mc mean request: system / task / head / other kept "
+             "| floor+tail mean request | mc reads − floor+tail's | mc new-unit writes − floor+tail's "
+             "| mc re-writes (busts, cold passes) − floor+tail's | busts: mc / fewest (+tail) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        d = r.get("mc_detail")
+        if not d:
+            continue
+        native, t = r["native"]["cost_usd"], r["floor+tail"]
+        mean = d["mean"]
+        d_read = (d["read"] - t["read"]) * p.input_per_mtok * p.read_multiplier / 1e6
+        d_new = (d["new_written"] - t["new_written"]) * write_usd
+        d_re = (d["rewritten"] - (t["write"] - t["new_written"])) * write_usd
+        lines.append(
+            f"| {r['label']} | {d['usd'] / native:.2f}× | {mean['system']:,.0f} / {mean['task']:,.0f} / "
+            f"{mean['head']:,.0f} / {mean['kept']:,.0f} | {t['mean_tokens']:,.0f} | {d_read / native:+.2f}× | "
+            f"{d_new / native:+.2f}× | {d_re / native:+.2f}× | "
+            f"{d['busts']} / {t['prefix']['busts']} |")
+    return lines
+
+
 def _share(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
 
@@ -355,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--figures", type=Path,
                         help="a bench/run.py --cache JSON to take mc's and native's figures from (else replayed)")
     parser.add_argument("--out", type=Path, help="keep each finished case here as JSON; a rerun resumes from it")
+    parser.add_argument("--detail", action="store_true",
+                        help="also replay mc on this tree and split its request and writes (mc_detail)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of the tables")
     args = parser.parse_args(argv)
     cases = ([(c.rsplit("@", 1)[0], int(c.rsplit("@", 1)[1])) for c in args.cases.split(",")] if args.cases
@@ -364,10 +437,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name, window in cases:
         key = f"{name}@{window}"
-        if key not in done:
+        if key not in done or (args.detail and "mc_detail" not in done[key]):
             started = time.perf_counter()
             print(f"{_label(name, window)} …", file=sys.stderr, flush=True)
-            done[key] = measure(name, window, cached.get(_label(name, window)))
+            done[key] = measure(name, window, cached.get(_label(name, window)), detail=args.detail)
             done[key]["seconds"] = round(time.perf_counter() - started)
             if args.out:
                 args.out.write_text(json.dumps(done, indent=1), encoding="utf-8")
@@ -378,6 +451,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(table(rows)))
     print()
     print("\n".join(breakdown(rows)))
+    if args.detail:
+        print()
+        print("\n".join(detail_table(rows)))
     print(f"\nmedian case time {statistics.median(r['seconds'] for r in rows)} s", file=sys.stderr)
     return 0
 

@@ -69,6 +69,7 @@ def test_floor_of_an_autonomous_run_by_hand() -> None:
     assert (bill.tokens, bill.read, bill.write, bill.uncached, bill.passes) == (5088, 3654, 1434, 0, 4)
     assert bill.usd == pytest.approx(0.0064737, abs=1e-10)
     assert bill.mean_tokens == 1272.0 and bill.resent_read_share == 1.0
+    assert bill.new_written == 1434  # every write is of a new unit: nothing re-written
 
 
 def test_perfect_caching_reads_a_resent_unit_wherever_it_sits_and_the_ledger_does_not() -> None:
@@ -106,6 +107,7 @@ def test_a_cold_pass_writes_the_fixed_part_again_and_a_short_request_is_uncached
     rep = _replayable(_autonomous(2), step_ms=600_000)
     bill = cf.floor_bill(rep, "floor", _counter(), SONNET, TTL)
     assert (bill.read, bill.write, bill.resent) == (0, 1218 + 1290 + 1290, 0)
+    assert bill.new_written == 1218 + 72 + 72  # the fixed part re-written twice after the TTL
     short = cf.perfect_bill([([("A", 1000)], 0), ([("A", 1000), ("B", 10)], 1)], SONNET, TTL)
     assert (short.read, short.write, short.uncached) == (0, 0, 2010)
 
