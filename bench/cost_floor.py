@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -260,10 +261,16 @@ def prefix_floor(rep: Replayable, kind: str, counter: TokenCounter, price: cost.
 # -- where mc's cost goes ----------------------------------------------------------------------------
 
 HEAD_MARK = "<session-history"
+TAG_PREFIX = re.compile(r"^§\d+§ ")
 
 
 def _is_head(msg: m.Message) -> bool:
     return any(b.kind == m.TEXT and b.text.lstrip().startswith(HEAD_MARK) for b in msg.blocks)
+
+
+def _text(msg: m.Message) -> str:
+    """A message's text blocks without mc's tag prefixes."""
+    return "\n".join(TAG_PREFIX.sub("", b.text) for b in msg.blocks if b.kind == m.TEXT)
 
 
 def mc_detail(rep: Replayable, window: int, counter: TokenCounter, price: cost.Pricing, ttl_ms: int) -> dict[str, Any]:
@@ -273,7 +280,8 @@ def mc_detail(rep: Replayable, window: int, counter: TokenCounter, price: cost.P
     re-writes (units sent before, written again after a bust or a cold pass)."""
     from magic_context.replay.engine import McRunner
 
-    task = counter.message(rep.canon[fixed_count(rep.canon) - 1]) if rep.canon else None
+    lo = fixed_count(rep.canon)
+    task = _text(rep.canon[lo - 1]) if lo and rep.canon[lo - 1].role == m.USER else None
     ledger = cost.Ledger(price, ttl_ms)
     sums = {"system": 0, "task": 0, "head": 0, "kept": 0}
     new_written = 0
@@ -286,7 +294,7 @@ def mc_detail(rep: Replayable, window: int, counter: TokenCounter, price: cost.P
             sums["system"] += sum(u[1] for u in system)
             for msg, unit in zip(served.messages, units[len(system):], strict=True):
                 part = "system" if msg.role == m.SYSTEM else "head" if _is_head(msg) else (
-                    "task" if task is not None and unit[0] == task[0] else "kept")
+                    "task" if msg.role == m.USER and task and _text(msg) == task else "kept")
                 sums[part] += unit[1]
             charge = ledger.add(units, spec.at_ms)
             if charge.write:

@@ -142,3 +142,31 @@ def test_prefix_floor_busts_only_when_the_window_forces_it() -> None:
     assert (bill.read, bill.write, bill.resent_read_share) == (3654, 1434, 1.0)
     roomy = cf.prefix_floor(rep, "floor", counter, SONNET, TTL, window=10_000)
     assert roomy.busts == 0 and roomy.tokens == 1218 + 1290 + 1362 + 1434
+
+
+def test_mc_detail_splits_what_mc_serves_and_writes_into_parts_that_add_up() -> None:
+    """The real mc (its own SQLite in a temporary dir) on four passes of a small OpenAI-format run in a roomy
+    window: it drops nothing, so the task is served whole every pass (tag prefix aside), the parts add up
+    to every token the ledger priced, nothing is re-written and nothing busts."""
+    from magic_context.transform.protocol import CODECS
+
+    native: list[dict[str, object]] = [{"role": "system", "content": "You solve tasks."},
+                                       {"role": "user", "content": "Fix the bug in app.py please."}]
+    for i in range(1, 4):
+        native.append({"role": "assistant", "content": f"Step {i}: look.", "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": '{"cmd": "cat app.py"}'}}]})
+        native.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"output {i} " * 20})
+    canon = CODECS[m.OPENAI].decode(native)
+    rep = Replayable(m.OPENAI, native, canon, [PassSpec(end, k * 1000, "gpt-4o") for k, end in
+                                               enumerate([2, 4, 6, 8])], None)
+    counter = TokenCounter()
+    low_minimum = cost.Pricing("test", "test", 3.0, 15.0, 0.1, 1.25, 2.0, 1)
+    detail = cf.mc_detail(rep, 100_000, counter, low_minimum, TTL)
+    mean = detail["mean"]
+    task = counter.text("Fix the bug in app.py please.")
+    assert task + 4 <= mean["task"] <= task + 4 + 5  # the task every pass, plus mc's short tag prefix
+    assert mean["system"] > counter.text("You solve tasks.") + 4  # mc adds its own instructions
+    total = sum(mean.values()) * 4
+    assert total == pytest.approx(detail["read"] + detail["write"])  # every token read or written
+    assert (detail["busts"], detail["cold"], detail["rewritten"]) == (0, 0, 0)
+    assert detail["new_written"] == detail["write"]
