@@ -19,6 +19,9 @@ own token counts (`replay.units.TokenCounter`, exact cl100k) and price table (`r
   `protected_tags` tags mc never drops (text blocks and tool arcs counted as the tagger counts them; 5 for
   autonomous harnesses, 20 otherwise: `scheduler.default_protected_tags`), widened so no tool arc is split,
   plus the user's current request when it is older.
+* `floor-task`: the `floor` with the task free as well (only the system prompt and leading system messages
+  stay): what a manager that truncates or folds the task statement, as mc does in small windows, could
+  reach at most, at the cost of the instruction.
 
 Both are priced with **perfect caching** (`perfect_bill`): on a warm pass (within the TTL of the previous
 one, the ledger's rule) every unit the previous request also carried is read from the cache and only new
@@ -68,7 +71,7 @@ GOAL_CASES = (
     ("pi_before-compaction.jsonl", 36_000),
     ("pi_large-session.jsonl", 48_000), ("pi_large-session.jsonl", 29_000), ("pi_large-session.jsonl", 14_400),
 )
-KINDS = ("floor", "floor+tail")
+KINDS = ("floor", "floor+tail", "floor-task")
 
 
 # -- what each pass must carry ---------------------------------------------------------------------
@@ -134,7 +137,7 @@ def tail_start(history: Sequence[m.Message], lo: int, tags: int) -> int:
 def newest_start(history: Sequence[m.Message], kind: str, harness: str) -> int:
     """Where the newest part a pass must carry starts (`floor` or `floor+tail`), after the fixed part."""
     lo = fixed_count(history)
-    if kind == "floor":
+    if kind in {"floor", "floor-task"}:
         return pair_start(history, lo)
     if kind == "floor+tail":
         return tail_start(history, lo, scheduler.default_protected_tags(harness))
@@ -147,7 +150,8 @@ def floor_request(history: Sequence[m.Message], kind: str, harness: str, counter
     older than the newest part, the newest part."""
     lo = fixed_count(history)
     start = newest_start(history, kind, harness)
-    request = [*system, *(counter.message(msg) for msg in history[:lo])]
+    kept = lo if kind != "floor-task" else next((i for i, msg in enumerate(history) if msg.role != m.SYSTEM), lo)
+    request = [*system, *(counter.message(msg) for msg in history[:kept])]
     current = next((i for i in range(start - 1, lo - 1, -1) if _user_typed(history[i])), None)
     if current is not None:
         request.append(counter.message(history[current]))
@@ -352,29 +356,31 @@ def measure(name: str, window: int, figures: dict[str, Any] | None, *, detail: b
         requests = floor_requests(rep, kind, counter)
         sizes = [sum(u[1] for u in units) for units, _ in requests]
         bill = perfect_bill(requests, price, ttl_ms)
-        prefix = prefix_floor(rep, kind, counter, price, ttl_ms, window=window)
+        prefix = prefix_floor(rep, kind, counter, price, ttl_ms, window=window) if kind != "floor-task" else None
         out[kind] = {"usd": bill.usd, "mean_tokens": bill.mean_tokens, "read": bill.read, "write": bill.write,
                      "uncached": bill.uncached, "new_written": bill.new_written, "peak_tokens": max(sizes, default=0),
                      "over_window": sum(size > window for size in sizes),
-                     "prefix": {"usd": prefix.usd, "busts": prefix.busts,
-                                "resent_read_share": prefix.resent_read_share}}
+                     "prefix": prefix and {"usd": prefix.usd, "busts": prefix.busts,
+                                           "resent_read_share": prefix.resent_read_share}}
     if detail:
         out["mc_detail"] = mc_detail(rep, window, counter, price, ttl_ms)
     return out
 
 
 def table(rows: Sequence[dict[str, Any]]) -> list[str]:
-    lines = ["| session @ window | fixed part (of window) | floor / native | floor+tail / native | mc / native "
+    lines = ["| session @ window | fixed part (of window) | floor / native | floor+tail / native "
+             "| floor, task free / native | mc / native "
              "| mc / floor | mc / floor+tail | passes over window (floor / +tail) | fewest busts (floor / +tail) "
              "| best re-sent read (floor / +tail) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         native, mc = r["native"]["cost_usd"], r["mc"]["cost_usd"]
-        f, t = r["floor"], r["floor+tail"]
+        f, t, free = r["floor"], r["floor+tail"], r.get("floor-task")
         flag = " ❌" if f["usd"] / native > 0.6 else ""
         lines.append(
             f"| {r['label']} | {r['fixed_tokens']:,} ({r['fixed_tokens'] / r['window']:.0%}) | "
-            f"{f['usd'] / native:.2f}×{flag} | {t['usd'] / native:.2f}× | {mc / native:.2f}× | "
+            f"{f['usd'] / native:.2f}×{flag} | {t['usd'] / native:.2f}× | "
+            f"{'—' if free is None else format(free['usd'] / native, '.2f') + '×'} | {mc / native:.2f}× | "
             f"{mc / f['usd']:.2f}× | {mc / t['usd']:.2f}× | {f['over_window']} / {t['over_window']} of {r['passes']} | "
             f"{f['prefix']['busts']} / {t['prefix']['busts']} | "
             f"{_share(f['prefix']['resent_read_share'])} / {_share(t['prefix']['resent_read_share'])} |")

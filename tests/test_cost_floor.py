@@ -72,6 +72,13 @@ def test_floor_of_an_autonomous_run_by_hand() -> None:
     assert bill.new_written == 1434  # every write is of a new unit: nothing re-written
 
 
+def test_floor_with_the_task_free_keeps_only_the_system_message_and_the_newest_arc() -> None:
+    """The task (1 204) is free too: 14 (system alone) on the first pass, then 14 + 72 = 86; never the task
+    again as a "current request" (an autonomous run has no other user-typed message)."""
+    requests = cf.floor_requests(_replayable(_autonomous(3)), "floor-task", _counter())
+    assert [sum(u[1] for u in units) for units, _ in requests] == [14, 86, 86, 86]
+
+
 def test_perfect_caching_reads_a_resent_unit_wherever_it_sits_and_the_ledger_does_not() -> None:
     """[A 1 100, B 200, C 300] then [A, C, D 50]: the ledger reads only the common prefix A and rewrites C;
     perfect caching reads A and C and writes only D."""
