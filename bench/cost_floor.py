@@ -150,8 +150,7 @@ def floor_request(history: Sequence[m.Message], kind: str, harness: str, counter
     older than the newest part, the newest part."""
     lo = fixed_count(history)
     start = newest_start(history, kind, harness)
-    kept = lo if kind != "floor-task" else next((i for i, msg in enumerate(history) if msg.role != m.SYSTEM), lo)
-    request = [*system, *(counter.message(msg) for msg in history[:kept])]
+    request = [*system, *(counter.message(msg) for msg in history[:_kept_fixed(history, kind)])]
     current = next((i for i in range(start - 1, lo - 1, -1) if _user_typed(history[i])), None)
     if current is not None:
         request.append(counter.message(history[current]))
@@ -232,9 +231,16 @@ def floor_bill(rep: Replayable, kind: str, counter: TokenCounter, price: cost.Pr
     return perfect_bill(floor_requests(rep, kind, counter), price, ttl_ms)
 
 
+def _kept_fixed(history: Sequence[m.Message], kind: str) -> int:
+    """How many leading messages a floor of `kind` serves: the fixed part, or with the task free only the
+    leading system messages."""
+    lo = fixed_count(history)
+    return lo if kind != "floor-task" else next((i for i, msg in enumerate(history) if msg.role != m.SYSTEM), lo)
+
+
 def _cut_request(history: Sequence[m.Message], lo: int, cut: int, current: int | None, *,
                  counter: TokenCounter, system: Sequence[Unit]) -> list[Unit]:
-    """System, the fixed part `history[:lo]`, the kept user request `current` (if any), `history[cut:]`."""
+    """System, the leading `history[:lo]`, the kept user request `current` (if any), `history[cut:]`."""
     kept = [counter.message(history[current])] if current is not None else []
     return [*system, *(counter.message(msg) for msg in history[:lo]), *kept,
             *(counter.message(msg) for msg in history[cut:])]
@@ -250,13 +256,13 @@ def prefix_floor(rep: Replayable, kind: str, counter: TokenCounter, price: cost.
     current: int | None = None  # the user request kept in front of the cut, when it is older
     for spec in rep.passes:
         history = rep.canon[:spec.end]
-        lo = fixed_count(history)
+        lo, kept = fixed_count(history), _kept_fixed(history, kind)
         cut = max(cut, lo)
-        units = _cut_request(history, lo, cut, current, counter=counter, system=system)
+        units = _cut_request(history, kept, cut, current, counter=counter, system=system)
         if sum(u[1] for u in units) > window:
             cut = max(cut, newest_start(history, kind, rep.harness))
             current = next((i for i in range(cut - 1, lo - 1, -1) if _user_typed(history[i])), None)
-            units = _cut_request(history, lo, cut, current, counter=counter, system=system)
+            units = _cut_request(history, kept, cut, current, counter=counter, system=system)
         ledger.add(units, spec.at_ms)
     return Bill(ledger.usd, ledger.input_tokens, ledger.read_tokens, ledger.write_tokens, ledger.uncached_tokens,
                 ledger.passes, ledger.busts, ledger.resent_tokens, ledger.resent_read)
@@ -356,12 +362,12 @@ def measure(name: str, window: int, figures: dict[str, Any] | None, *, detail: b
         requests = floor_requests(rep, kind, counter)
         sizes = [sum(u[1] for u in units) for units, _ in requests]
         bill = perfect_bill(requests, price, ttl_ms)
-        prefix = prefix_floor(rep, kind, counter, price, ttl_ms, window=window) if kind != "floor-task" else None
+        prefix = prefix_floor(rep, kind, counter, price, ttl_ms, window=window)
         out[kind] = {"usd": bill.usd, "mean_tokens": bill.mean_tokens, "read": bill.read, "write": bill.write,
                      "uncached": bill.uncached, "new_written": bill.new_written, "peak_tokens": max(sizes, default=0),
                      "over_window": sum(size > window for size in sizes),
-                     "prefix": prefix and {"usd": prefix.usd, "busts": prefix.busts,
-                                           "resent_read_share": prefix.resent_read_share}}
+                     "prefix": {"usd": prefix.usd, "busts": prefix.busts,
+                                "resent_read_share": prefix.resent_read_share}}
     if detail:
         out["mc_detail"] = mc_detail(rep, window, counter, price, ttl_ms)
     return out
@@ -370,7 +376,8 @@ def measure(name: str, window: int, figures: dict[str, Any] | None, *, detail: b
 def table(rows: Sequence[dict[str, Any]]) -> list[str]:
     lines = ["| session @ window | fixed part (of window) | floor / native | floor+tail / native "
              "| floor, task free / native | mc / native "
-             "| mc / floor | mc / floor+tail | passes over window (floor / +tail) | fewest busts (floor / +tail) "
+             "| mc / floor | mc / floor+tail | passes over window (floor / +tail) "
+             "| fewest busts (floor / +tail / task free) "
              "| best re-sent read (floor / +tail) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
@@ -382,7 +389,7 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
             f"{f['usd'] / native:.2f}×{flag} | {t['usd'] / native:.2f}× | "
             f"{'—' if free is None else format(free['usd'] / native, '.2f') + '×'} | {mc / native:.2f}× | "
             f"{mc / f['usd']:.2f}× | {mc / t['usd']:.2f}× | {f['over_window']} / {t['over_window']} of {r['passes']} | "
-            f"{f['prefix']['busts']} / {t['prefix']['busts']} | "
+            f"{f['prefix']['busts']} / {t['prefix']['busts']} / {free['prefix']['busts'] if free else '—'} | "
             f"{_share(f['prefix']['resent_read_share'])} / {_share(t['prefix']['resent_read_share'])} |")
     return lines
 

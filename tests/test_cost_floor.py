@@ -147,6 +147,8 @@ def test_prefix_floor_busts_only_when_the_window_forces_it() -> None:
     bill = cf.prefix_floor(rep, "floor", counter, SONNET, TTL, window=1300)
     assert (bill.busts, bill.passes, bill.tokens) == (2, 4, 1218 + 3 * 1290)
     assert (bill.read, bill.write, bill.resent_read_share) == (3654, 1434, 1.0)
+    free = cf.prefix_floor(rep, "floor-task", counter, SONNET, TTL, window=100)  # the system message and arcs
+    assert (free.busts, free.tokens) == (2, 14 + 86 + 86 + 86)  # 14 + 2 arcs = 158 > 100: cut to the newest
     roomy = cf.prefix_floor(rep, "floor", counter, SONNET, TTL, window=10_000)
     assert roomy.busts == 0 and roomy.tokens == 1218 + 1290 + 1362 + 1434
 
