@@ -121,6 +121,15 @@ def test_strip_echo_only_at_the_start() -> None:
     assert tagger.strip_echo("no echo §3§ here") == "no echo §3§ here"
 
 
+def test_strip_echo_takes_echoes_split_by_newlines_at_once_so_a_second_strip_changes_nothing() -> None:
+    """A refolding pass tags stripped text again: a second strip must leave it as the first left it."""
+    for text in ("§4§\n§9§ Fixed it.", "§4§ \n\n §9§\tFixed it.", "§4§\nFixed it.", "§4§\n"):
+        once = tagger.strip_echo(text)
+        assert tagger.strip_echo(once) == once
+    assert tagger.strip_echo("§4§\n§9§ Fixed it.") == "Fixed it."
+    assert tagger.strip_echo("§4§\nFixed it.") == "\nFixed it."  # the line break after the echo stays
+
+
 def test_a_second_result_of_an_arc_does_not_hide_the_parts_after_it() -> None:
     messages = [
         m.Message("a1", m.ASSISTANT, [m.Block(m.TOOL_CALL, tool_id="c1", tool_name="read", input={}, key="p0")]),

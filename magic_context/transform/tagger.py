@@ -19,7 +19,9 @@ TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transfo
 if TYPE_CHECKING:
     from typing import Final
 
-ECHO_RE: Final = re.compile(r"^\s*(?:§\d+(?:\"?>)?§(?:\d+§)?[ \t]*)+")
+# Echoes split by any whitespace go in one match: stripping is idempotent (a refolding pass tags
+# already-stripped text again, and must serve what the next pass serves).
+ECHO_RE: Final = re.compile(r"^(?:\s*§\d+(?:\"?>)?§(?:\d+§)?[ \t]*)+")
 PREFIX_RE: Final = re.compile(r"^§(\d+)§ ")
 
 
