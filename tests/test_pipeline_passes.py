@@ -351,19 +351,22 @@ def test_published_history_folds_on_the_next_busting_pass_and_stays_folded() -> 
     assert out["messages"] == folded["messages"]
 
 
-def test_a_refolding_pass_serves_an_echoed_tag_as_the_defer_pass_after_it_does() -> None:
-    """`_refold` tags the already-tagged messages again: an assistant reply opening with tag echoes split by a
-    newline (`§4§` then `§9§ ` on the next line) must lose them in one strip, or the refolding pass serves
-    "§4§ Fixed it." and the defer pass after it "§4§ \\n§9§ Fixed it." (a cache bust, every refold)."""
-    echo = {"role": "assistant", "content": "§4§\n§9§ Fixed it."}
+def test_a_refolding_pass_serves_echoed_tags_as_the_defer_pass_after_it_does() -> None:
+    """`_refold` tags the already-tagged messages again, so tagging must give the same on stripped text: echoes
+    split by a newline (`§4§` then `§9§ ` on the next line) go in one strip, and a part that was only an echo
+    keeps its tag (its prefix keeps the block non-empty). Else the refolding pass serves other bytes than the
+    defer pass after it (a cache bust on every refold) and an empty text block."""
+    echo = {"role": "assistant", "content": [{"type": "text", "text": "§4§\n§9§ Fixed it."},
+                                             {"type": "text", "text": "§9§ "}]}
     history = [U1, A1, R1, echo, U2]
     serve(envelope(history, NOW))
     _publish("passes", 2)
     folded, rep, _ = serve(envelope(history, NOW + 1000, system="Be long."))
-    assert rep["pass"] == "fold"
-    assert [m["content"] for m in folded["messages"][2:]] == ["§4§ Fixed it.", "§5§ thanks"]
+    assert (rep["pass"], rep["tags"]) == ("fold", 3)
+    assert [m["content"] for m in folded["messages"][2:]] == [
+        [{"type": "text", "text": "§4§ Fixed it."}, {"type": "text", "text": "§5§ "}], "§6§ thanks"]
     again, rep, _ = serve(envelope(history, NOW + 2000, system="Be long."))
-    assert rep["pass"] == "defer" and again["messages"] == folded["messages"]
+    assert (rep["pass"], rep["tags"]) == ("defer", 3) and again["messages"] == folded["messages"]
 
 
 def test_after_a_fold_the_folded_lead_is_decoded_skimmed_and_an_edit_there_is_still_seen(monkeypatch) -> None:
