@@ -369,6 +369,27 @@ def test_a_refolding_pass_serves_echoed_tags_as_the_defer_pass_after_it_does() -
     assert (rep["pass"], rep["tags"]) == ("defer", 3) and again["messages"] == folded["messages"]
 
 
+def test_a_fold_inside_an_arc_drops_its_result_even_when_a_later_call_reuses_the_tool_id() -> None:
+    """`_fold`/`_refold`: a compartment that ends between a call and its result folds the call, and the result
+    goes with it even if a later call reuses the tool id (that call answers only results after it). Kept, it
+    was served as an orphan tool_result (a request the provider refuses) under a tag never stored."""
+    again_call = {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": "read",
+                                                    "input": {"path": "b.py"}}]}
+    again_out = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "y = 2"}]}
+    history = [U1, A1, R1, A2, U2, again_call, again_out]
+    serve(envelope(history, NOW))
+    _publish("passes", 1)  # U1 and the call of tu1, not its result
+    folded, rep, _ = serve(envelope(history, NOW + 1000, system="Be long."))
+    assert rep == report("fold", "system prompt changed", before=46, after=133, tags=3, usage=134)
+    assert folded["messages"][2:] == [{"role": "assistant", "content": "§4§ Fixed it."},
+                                      {"role": "user", "content": "§5§ thanks"}, again_call,
+                                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1",
+                                                                    "content": "§6§ y = 2"}]}]
+    again, rep, _ = serve(envelope(history, NOW + 2000, system="Be long."))
+    assert rep == report("defer", "defer: within threshold, cache warm", before=46, after=133, tags=3, usage=133)
+    assert again["messages"] == folded["messages"]
+
+
 def test_after_a_fold_the_folded_lead_is_decoded_skimmed_and_an_edit_there_is_still_seen(monkeypatch) -> None:
     """`_decode_and_sync`: once history is folded the next pass decodes the folded lead without its blocks
     (one decode, the skim holds); a harness edit inside that lead makes the raw store refuse the skim, and the

@@ -672,9 +672,12 @@ def _fold(messages: list[m.Message], msg_tokens: list[int], through: int) -> tup
     keep = [i for i, msg in enumerate(messages) if msg.role == m.SYSTEM or msg.ordinal > through]
     if len(keep) == len(messages):
         return messages, msg_tokens
-    kept = [messages[i] for i in keep]
-    answered = {b.tool_id for msg in kept for b in msg.blocks if b.kind == m.TOOL_CALL}
-    for msg in kept:  # a result whose call was folded away would be an orphan: it goes with its call
+    # A result whose call was folded away would be an orphan: it goes with its call. A result answers the
+    # nearest call before it, so only the kept calls before it (or in its own message) count, not a later
+    # call that reuses the id.
+    answered: set[str | None] = set()
+    for msg in (messages[i] for i in keep):
+        answered.update(b.tool_id for b in msg.blocks if b.kind == m.TOOL_CALL)
         if any(b.kind == m.TOOL_RESULT and b.tool_id not in answered for b in msg.blocks):
             msg.blocks = [b for b in msg.blocks if b.kind != m.TOOL_RESULT or b.tool_id in answered]
     pairs = [(messages[i], msg_tokens[i]) for i in keep if messages[i].blocks]
