@@ -104,7 +104,8 @@ def test_fold_drops_a_result_whose_call_went_though_a_later_call_reuses_its_id()
     """A result answers the nearest call before it: a kept call of the same id after it does not keep it,
     one before it (or in its own message, as OpenCode holds both) does."""
     messages = [msg(m.USER, 0, text()), msg(m.ASSISTANT, 1, call("a")), msg(m.USER, 2, result("a"), text("r")),
-                msg(m.ASSISTANT, 3, call("a")), msg(m.USER, 4, result("a")), msg(m.ASSISTANT, 5, call("b"), result("b"))]
+                msg(m.ASSISTANT, 3, call("a")), msg(m.USER, 4, result("a")),
+                msg(m.ASSISTANT, 5, call("b"), result("b"))]
     kept, sizes = pipeline._fold(messages, [10, 11, 12, 13, 14, 15], 1)
     assert [x.ordinal for x in kept] == [2, 3, 4, 5] and sizes == [12, 13, 14, 15]
     assert [[b.kind for b in x.blocks] for x in kept] == [[m.TEXT], [m.TOOL_CALL], [m.TOOL_RESULT],
