@@ -672,14 +672,14 @@ def _fold(messages: list[m.Message], msg_tokens: list[int], through: int) -> tup
     keep = [i for i, msg in enumerate(messages) if msg.role == m.SYSTEM or msg.ordinal > through]
     if len(keep) == len(messages):
         return messages, msg_tokens
-    # A result whose call was folded away would be an orphan: it goes with its call. A result answers the
-    # nearest call before it, so only the kept calls before it (or in its own message) count, not a later
-    # call that reuses the id.
-    answered: set[str | None] = set()
-    for msg in (messages[i] for i in keep):
-        answered.update(b.tool_id for b in msg.blocks if b.kind == m.TOOL_CALL)
-        if any(b.kind == m.TOOL_RESULT and b.tool_id not in answered for b in msg.blocks):
-            msg.blocks = [b for b in msg.blocks if b.kind != m.TOOL_RESULT or b.tool_id in answered]
+    # A result whose call was folded away would be an orphan: it goes with its call, paired as the tagger pairs
+    # them (a later call that reuses the id does not keep it), so `_refold`'s re-tag meets no part `_view` missed.
+    # A result with no call at all goes too: its call may be in the skimmed lead, decoded without blocks.
+    kept_at = set(keep)
+    gone = {pos for arc in arcs.find_arcs(messages) if arc.call is None or arc.call[0] not in kept_at
+            for pos in arc.results}
+    for i in sorted({mi for mi, _ in gone} & kept_at):
+        messages[i].blocks = [b for bi, b in enumerate(messages[i].blocks) if (i, bi) not in gone]
     pairs = [(messages[i], msg_tokens[i]) for i in keep if messages[i].blocks]
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
