@@ -876,3 +876,68 @@ def test_the_skim_follows_a_watermark_of_zero_and_is_never_tried_without_a_water
     user_file.write_text("[compaction]\nenabled = false\n")
     out, _, _ = serve(dict(envelope(history, NOW + 3000, system="Be long."), session_id="skim0"))
     assert calls == [0] and out["messages"][2]["content"] == "fix the bug"
+
+
+def test_a_system_prompt_with_a_lone_surrogate_is_identified_with_a_replacement_character() -> None:
+    """`_measure`: the stdlib JSON reader (used when orjson is missing) lets a lone surrogate through; the system
+    prompt's hash is taken over its UTF-8 with `?` in its place, so the pass is served and the next one defers."""
+    from magic_context.transform import pipeline, protocol
+    from magic_context.wire import identity
+
+    def run(now: int) -> dict:
+        document = dict(envelope([U1], now, system="Be \ud800brief."), session_id="lone")
+        result = pipeline.run(protocol.read_input(json.loads(json.dumps(document)), {}))  # a copy: tagged in place
+        return {k: v for k, v in result.report.items() if k != "ms"}
+
+    assert run(NOW) == report("fold", "first render", before=11, after=44, tags=1, usage=14, new_tags=1, written=1)
+    state, _, _ = _stored("lone")
+    assert (state["system_hash"], state["system_tokens"]) == ((identity.digest(b"Be ?brief.", 8), NOW), (4, NOW))
+    assert run(NOW + 1000) == report("defer", "defer: within threshold, cache warm", before=11, after=44, tags=1,
+                                     usage=44)
+
+
+def test_the_historian_starts_only_on_a_written_primary_pass_with_compaction_on(monkeypatch) -> None:
+    """`_schedule`: the historian (here its trigger fires at 85% of a 20 000-token window) is started by a
+    primary pass that stores its work; a subagent's, a dry run's, a compaction-off and a read-only pass report
+    it idle and start nothing."""
+    from pathlib import Path
+
+    from magic_context import paths
+    from magic_context.history import runner
+    from magic_context.transform import pipeline, protocol
+
+    started: list = []
+    monkeypatch.setattr(runner, "run_once", lambda conn, pk, **kw: started.append((pk, kw)))
+    messages = _tools(40)
+
+    def historian(session: str, options: dict | None = None, **extra) -> str:
+        document = dict(_at(NOW, 17_000, 20_000, session, messages), **extra)
+        return hook.serve_pass(json.dumps(document).encode(), options or {}).report["historian"]
+
+    assert historian("h-sub", agent="subagent") == "idle"
+    assert historian("h-dry", {"--dry-run": True}) == "idle"
+    assert started == []
+    assert historian("h-primary") == "fired"
+    assert started == [(2, {"emergency": True, "now_ms": NOW})]  # the second session row: the dry run stored none
+    lkg = pipeline.run(protocol.read_input(_at(NOW + 1000, 17_000, 20_000, "h-primary", messages), {}), readonly=True)
+    assert lkg.report["historian"] == "idle" and len(started) == 1
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("[compaction]\nenabled = false\n")
+    assert historian("h-off") == "idle" and len(started) == 1
+
+
+def test_a_per_model_cache_ttl_decides_when_a_warm_pass_turns_into_a_hard_fold() -> None:
+    """`_measure` reads `cache_ttl` for the request's model: a model's own entry over the default."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text('cache_ttl = { default = "1h", "claude-sonnet-4-5" = "10s" }\n')
+    for session, model in (("ttl-short", "claude-sonnet-4-5"), ("ttl-long", "claude-opus-5")):
+        serve(dict(envelope([U1], NOW, model=model), session_id=session))
+    assert serve(dict(envelope([U1], NOW + 20_000), session_id="ttl-short"))[1]["reason"] == "cache TTL expired"
+    assert serve(dict(envelope([U1], NOW + 20_000, model="claude-opus-5"), session_id="ttl-long"))[1]["reason"] == \
+        "defer: within threshold, cache warm"
