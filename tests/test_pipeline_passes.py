@@ -835,7 +835,8 @@ def test_a_subagent_pass_on_a_folded_session_is_served_its_whole_history() -> No
 
 def test_old_reasoning_is_stripped_on_a_busting_pass_and_its_size_is_kept_with_the_pass() -> None:
     """`_decide` strips reasoning older than `clear_reasoning_age` tags (outside the protected 20); the pass
-    stores which messages lost it and their reasoning's tokens (the served size without re-reading them)."""
+    stores which messages lost it and their reasoning's tokens (the served size without re-reading them), and a
+    defer pass replays the strip."""
     from pathlib import Path
 
     from magic_context import paths
@@ -853,6 +854,9 @@ def test_old_reasoning_is_stripped_on_a_busting_pass_and_its_size_is_kept_with_t
     state, _, _ = _stored("think")
     (stripped,), at = state["stripped_reasoning"]
     assert state["reasoning_tokens"] == ({stripped: 50}, at)
+    again, rep, _ = serve(dict(envelope([U1, think, *turns, U2], NOW + 1000), session_id="think"))
+    assert (rep["pass"], rep["tokens_before"], rep["tokens_after"]) == ("defer", 251, 330)
+    assert again["messages"] == out["messages"]  # a defer pass replays the stored strip
 
 
 def test_the_skim_follows_a_watermark_of_zero_and_is_never_tried_without_a_watermark(monkeypatch) -> None:
@@ -941,3 +945,19 @@ def test_a_per_model_cache_ttl_decides_when_a_warm_pass_turns_into_a_hard_fold()
     assert serve(dict(envelope([U1], NOW + 20_000), session_id="ttl-short"))[1]["reason"] == "cache TTL expired"
     assert serve(dict(envelope([U1], NOW + 20_000, model="claude-opus-5"), session_id="ttl-long"))[1]["reason"] == \
         "defer: within threshold, cache warm"
+
+
+def test_a_rewritten_tool_result_keeps_the_tag_of_its_call_even_when_it_is_the_sessions_only_tag() -> None:
+    """`_view`: the harness rewrote a tool's output (a new message id, so its stored row is not among the
+    request's messages): the tag is fetched by its call's part key whenever the session has any tag, here
+    exactly one, and the rewritten output is served under the same number, no new tag."""
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": "read",
+                                              "input": {"path": "a.py"}}]}
+    out, rep, _ = serve(dict(envelope([call, R1], NOW), session_id="rewritten"))
+    assert rep == report("fold", "first render", before=34, after=67, tags=1, usage=37, new_tags=1, written=2)
+    rewritten = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "x = 2"}]}
+    out, rep, _ = serve(dict(envelope([call, rewritten], NOW + 1000), session_id="rewritten"))
+    assert rep == report("fold", "history rewritten by the harness (forked)", before=34, after=67, tags=1, usage=67,
+                         written=1)
+    assert out["messages"][2:] == [call, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1",
+                                                                       "content": "§1§ x = 2"}]}]
