@@ -961,3 +961,30 @@ def test_a_rewritten_tool_result_keeps_the_tag_of_its_call_even_when_it_is_the_s
                          written=1)
     assert out["messages"][2:] == [call, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1",
                                                                        "content": "§1§ x = 2"}]}]
+
+
+def test_a_fired_nudge_is_stored_and_counted_in_the_served_size_of_the_passes_after_it(monkeypatch) -> None:
+    """`_apply` fires the ctx_reduce nudge (12 spent outputs, ~40k tokens, outside the protected 20) onto the
+    newest message and stores it; `_measure` counts the stored nudge's tokens in what the next pass serves."""
+    from magic_context import tokens
+    from magic_context.history import runner
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)  # the 100k-token tail starts the historian
+    messages: list = [{"role": "user", "content": "start"}]
+    for i in range(30):
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "read",
+                                                        "input": {"path": f"f{i}.py"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                                   "content": " ".join(f"w{i}x{j}" for j in range(800))}]}]
+    messages += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+    nudge = ("\n\n<system-reminder>\nHousekeeping: 12 spent tool outputs (~40k tokens) are reclaimable — drop the "
+             "ones you have already processed with ctx_reduce at a natural stopping point.\noldest reclaimable: "
+             "§2§ read · §3§ read · §4§ read · §5§ read · …\n</system-reminder>")
+    out, rep, _ = serve(_at(NOW, 1000, 200_000, "nudged", messages))
+    assert (rep["pass"], rep["tokens_before"], rep["tokens_after"]) == ("fold", 102_455, 102_584)
+    assert out["messages"][-1]["content"] == "§33§ next" + nudge
+    state, _, _ = _stored("nudged")
+    assert state["nudges"][0] == [{"key": "h4b95f2d9d10f6cc978661243:p0", "text": nudge}]
+    again, rep, _ = serve(_at(NOW + 1000, 1000, 200_000, "nudged", messages))
+    assert (rep["pass"], rep["tokens_before"], rep["tokens_after"]) == ("defer", 102_455, 102_584 + 64)
+    assert tokens.estimate(nudge) == 64 and again["messages"] == out["messages"]
