@@ -533,8 +533,7 @@ def test_a_pass_stores_its_state_session_row_and_report_at_its_time(monkeypatch)
     values = {"date": "Today's date: 2025-11-24", "fold_through": -1, "last_pass_at": NOW,
               "m0": "<session-history></session-history>", "m0_meta": meta, "m0_tokens": 9, "m1": m1,
               "m1_tokens": 21, "nudge_state": {}, "nudges": [], "reasoning_tokens": {}, "skim_hint": 0,
-              "stripped_reasoning": [], "system_hash": "1dc69e447c17301c", "system_tokens": 3,
-              "visible_memory_ids": []}
+              "stripped_reasoning": [], "visible_memory_ids": []}
     assert state == {k: (v, NOW) for k, v in values.items()}
     assert row == (3, NOW, "anthropic/claude-sonnet-4-5", 200_000)
     assert reports == [(NOW, "fold", 1, "first render", 43, 82)]
@@ -895,7 +894,7 @@ def test_a_system_prompt_with_a_lone_surrogate_is_identified_with_a_replacement_
 
     assert run(NOW) == report("fold", "first render", before=11, after=44, tags=1, usage=14, new_tags=1, written=1)
     state, _, _ = _stored("lone")
-    assert (state["system_hash"], state["system_tokens"]) == ((identity.digest(b"Be ?brief.", 8), NOW), (4, NOW))
+    assert state["m0_meta"][0]["system_hash"] == identity.digest(b"Be ?brief.", 8)
     assert run(NOW + 1000) == report("defer", "defer: within threshold, cache warm", before=11, after=44, tags=1,
                                      usage=44)
 
@@ -988,3 +987,22 @@ def test_a_fired_nudge_is_stored_and_counted_in_the_served_size_of_the_passes_af
     again, rep, _ = serve(_at(NOW + 1000, 1000, 200_000, "nudged", messages))
     assert (rep["pass"], rep["tokens_before"], rep["tokens_after"]) == ("defer", 102_455, 102_584 + 64)
     assert tokens.estimate(nudge) == 64 and again["messages"] == out["messages"]
+
+
+def test_the_requests_size_counts_every_system_text_as_sent_now() -> None:
+    """`_measure`: Claude Code's system is a billing header, a one-line identity (the text the system hash and
+    the guidance use) and its main instructions; a change in the instructions alone keeps the hash (no HARD
+    fold) but the request's size counts them as sent now."""
+    from magic_context import tokens
+
+    def system(main: str) -> list:
+        return [{"type": "text", "text": "x-anthropic-billing-header: cc_version=1;"},
+                {"type": "text", "text": "You are a Claude agent."}, {"type": "text", "text": main}]
+
+    longer = "Work carefully. " + "Run the tests after each edit. " * 40
+    _, rep, _ = serve(dict(envelope([U1], NOW, system=system("Work carefully.")), session_id="sizes"))
+    assert (rep["pass"], rep["tokens_before"], rep["usage_tokens"]) == ("fold", 28, 31)
+    _, rep, _ = serve(dict(envelope([U1], NOW + 1000, system=system(longer)), session_id="sizes"))
+    grown = tokens.estimate(longer) - tokens.estimate("Work carefully.")
+    assert grown == 296  # and the estimate adds the tag prefix (3) and the head stored by the first pass (30)
+    assert (rep["pass"], rep["tokens_before"], rep["usage_tokens"]) == ("defer", 28 + grown, 28 + grown + 33)
