@@ -623,8 +623,9 @@ def test_a_busting_pass_shows_new_history_in_m1_until_it_outgrows_its_share_then
 
 
 def test_the_threshold_is_the_configs_per_model_a_token_figure_wins_and_a_project_file_only_raises_it(tmp_path) -> None:
-    """`_measure`: the execute threshold a pass reports: the harness default (40% here), a project file's value
-    only above it, the user's per-model value (else its default) even below it, a token threshold over either;
+    """`_measure`: the execute threshold a pass reports: the harness default (40% here; an autonomous caller's in a
+    small window is lower), a project file's value only above it, the user's per-model value (else its default)
+    even below it, a token threshold over either (by "provider/id" or the bare id, like every per-model map);
     and the cache TTL the user sets decides when a warm pass turns into a HARD fold."""
     from pathlib import Path
 
@@ -648,6 +649,13 @@ def test_the_threshold_is_the_configs_per_model_a_token_figure_wins_and_a_projec
     assert (threshold("u1"), threshold("u2", "claude-opus-5")) == (25.0, 30.0)
     user_file.write_text('execute_threshold_tokens = { default = 50000, "anthropic/claude-sonnet-4-5" = 60000 }\n')
     assert (threshold("t1"), threshold("t2", "claude-opus-5")) == (30.0, 25.0)
+    user_file.write_text('execute_threshold_percentage = { "claude-sonnet-4-5" = 25 }\n')  # no default entry
+    assert (threshold("u3"), threshold("u4", "claude-opus-5")) == (25.0, 40.0)
+    user_file.write_text('execute_threshold_tokens = { "claude-sonnet-4-5" = 60000 }\n')  # by the bare id, as
+    assert (threshold("t3"), threshold("t4", "claude-opus-5")) == (30.0, 40.0)  # every per-model map
+    chat = dict(_at(NOW, 100, 12_000, "chat-small", [{"role": "user", "content": "hi"}]), harness="openai",
+                model={"provider": "openai", "id": "gpt-4o", "context_limit": 12_000})
+    assert serve(chat)[1]["threshold_percent"] == 54.2  # an autonomous caller's floor: 6 500 tokens
 
     user_file.write_text('cache_ttl = "10s"\n')
     serve(dict(envelope([U1], NOW), session_id="ttl"))

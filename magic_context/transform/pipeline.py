@@ -367,10 +367,7 @@ def _measure(p: Pass, view: View) -> Measure:
 
     model_key = inp.model_key
     limit = scheduler.resolve_limit(inp.context_limit, model_key)
-    tokens_map = hot["execute_threshold_tokens"]
-    token_threshold = None
-    if isinstance(tokens_map, dict):
-        token_threshold = tokens_map.get(model_key or "", tokens_map.get("default"))
+    token_threshold = hot.for_model("execute_threshold_tokens", model_key)  # by "provider/id", "id", "default"
     harness_default = scheduler.default_threshold(inp.harness, limit.tokens)  # for a model no tier sets
     chosen = hot.set_for_model("execute_threshold_percentage", model_key)
     percent = harness_default if chosen is None else float(chosen)
