@@ -786,14 +786,15 @@ def test_the_preview_cap_is_a_tenth_of_the_window_the_caller_or_the_model_table_
 
 def test_the_providers_usage_counts_a_previewed_paste_after_it_at_its_previews_size() -> None:
     """`_measure`: what came after the provider's last usage is counted as served: an oversized paste shown as
-    a preview (new on this pass, or stored on an earlier one) adds the preview's tokens, not the paste's."""
+    a preview (new on this pass, or stored on an earlier one) adds the preview's tokens, not the paste's; a
+    message after the reply that nothing cut adds its own."""
     paste = {"role": "user", "content": "PASTE " + "word " * 10_100}
-    history = [U1, A2, paste]
+    history = [U1, A2, U2, paste]
     _, rep, _ = serve(_at(NOW, 1000, 100_000, "shown", history))
     assert (rep["dropped"], rep["usage_source"]) == (1, "provider")
-    assert rep["usage_tokens"] == 5074  # 1 000 + 10 output + the preview's 4 064 (the paste is 10 102)
+    assert rep["usage_tokens"] == 5079  # 1 000 + 10 output + "thanks" (5) + the preview's 4 064 (not 10 102)
     _, rep, _ = serve(_at(NOW + 1000, 1000, 100_000, "shown", history))
-    assert (rep["dropped"], rep["new_drops"], rep["usage_tokens"]) == (1, 0, 5074)
+    assert (rep["dropped"], rep["new_drops"], rep["usage_tokens"]) == (1, 0, 5079)
 
 
 def test_the_head_shows_the_projects_memories_unless_memory_is_turned_off() -> None:
@@ -1014,3 +1015,25 @@ def test_the_requests_size_counts_every_system_text_as_sent_now() -> None:
     grown = tokens.estimate(longer) - tokens.estimate("Work carefully.")
     assert grown == 296  # and the estimate adds the tag prefix (3) and the head stored by the first pass (30)
     assert (rep["pass"], rep["tokens_before"], rep["usage_tokens"]) == ("defer", 28 + grown, 28 + grown + 33)
+
+
+def test_the_providers_usage_counts_a_part_dropped_after_the_last_reply_as_served() -> None:
+    """`_measure`: a forced ctx_reduce lands on a paste after the provider's last reply (below the preview cap);
+    the passes after it count the truncated paste as it is now served, not its raw size."""
+    from magic_context.store import db, pending, sessions
+
+    paste = {"role": "user", "content": "PASTE " + " ".join(f"w{j}" for j in range(3000))}
+    history = [U1, A2, paste]
+    opus = {"provider": "anthropic", "id": "claude-opus-5"}  # the model changes: a HARD fold lands the drop
+    _, rep, _ = serve(_at(NOW, 1000, 200_000, "late", history))
+    assert (rep["usage_tokens"], rep["tokens_after"]) == (7472, 6515)  # 1 000 + 10 + the paste's 6 462
+    conn = db.open_db()
+    try:
+        pending.queue(conn, sessions.lookup_session(conn, "anthropic", "late")[0], [3], forced=True, now_ms=NOW)
+    finally:
+        conn.close()
+    out, rep, _ = serve(dict(_at(NOW + 1000, 1000, 200_000, "late", history), model=opus))
+    assert (rep["pass"], rep["new_drops"], rep["usage_tokens"], rep["tokens_after"]) == ("fold", 1, 7472, 145)
+    assert out["messages"][-1]["content"].startswith("[truncated §3§]\nPASTE w0 w1 ")
+    _, rep, _ = serve(dict(_at(NOW + 2000, 1000, 200_000, "late", history), model=opus))
+    assert (rep["pass"], rep["usage_tokens"], rep["tokens_after"]) == ("defer", 1105, 145)  # 1 010 + its 95 now

@@ -382,9 +382,9 @@ def _measure(p: Pass, view: View) -> Measure:
     sizes = Sizes(reduce_ok, head_tokens, system_tokens, nudge_tokens)
     estimated = sizes.served(view, view.sites)
     msg_tokens = view.msg_tokens
-    shown = [x for x in view.sites if x.tag.dropped and x.tag.drop_mode == MODE_PREVIEW]  # new and stored ones
-    if shown:  # the provider's usage plus what came after it: count the previews, not the raw outputs
-        cut = accounting.savings_by_message(shown)
+    dropped = [x for x in view.sites if x.tag.dropped]  # previews of new content, stored drops, a forced reduce
+    if dropped:  # the provider's usage plus what came after it, as served: not the raw parts a drop cut
+        cut = accounting.savings_by_message(dropped)
         msg_tokens = [t - cut.get(i, 0) for i, t in enumerate(view.msg_tokens)]
     reported = _provider_usage(p.conn, view.pk, inp, view.messages, msg_tokens, divergences=view.sync.divergences)
     usage_tokens = reported if reported is not None else estimated
