@@ -691,7 +691,8 @@ def test_a_user_message_after_a_gap_gets_a_time_marker_unless_temporal_awareness
 
 def test_a_read_only_pass_never_busts_and_a_running_historian_holds_back_the_drops() -> None:
     """`_schedule`: last known good replays the stored head even when the model changed (no HARD fold, no bust);
-    a pass over the threshold while a historian run holds the lease busts but leaves the drops to after it."""
+    a pass over the threshold while a historian run holds the lease busts but leaves the drops to after it,
+    unless it is a HARD fold."""
     from magic_context.store import db, leases, sessions
     from magic_context.transform import pipeline, protocol
 
@@ -715,6 +716,10 @@ def test_a_read_only_pass_never_busts_and_a_running_historian_holds_back_the_dro
     lkg = pipeline.run(protocol.read_input(_at(NOW + 3000, 14_000, 20_000, "held", messages), {}), readonly=True)
     assert (lkg.report["pass"], lkg.report["bust"], lkg.report["reason"]) == \
         ("defer", False, "defer: usage 70.1% ≥ threshold 50%")  # over the threshold, but read only
+    moved = dict(_at(NOW + 4000, 14_000, 20_000, "held", messages), model={"provider": "anthropic",
+                                                                          "id": "claude-opus-5", "context_limit": 20_000})
+    _, rep, _ = serve(moved)  # a HARD fold re-renders the head anyway: the drops land though the historian runs
+    assert (rep["pass"], rep["historian"], rep["dropped"], rep["new_drops"]) == ("fold", "running", 23, 23)
 
 
 def test_a_full_window_is_an_emergency_only_for_a_primary_pass_with_the_providers_figure_in_a_known_window() -> None:
@@ -910,8 +915,8 @@ def test_a_system_prompt_with_a_lone_surrogate_is_identified_with_a_replacement_
 
 def test_the_historian_starts_only_on_a_written_primary_pass_with_compaction_on(monkeypatch) -> None:
     """`_schedule`: the historian (here its trigger fires at 85% of a 20 000-token window) is started by a
-    primary pass that stores its work; a subagent's, a dry run's, a compaction-off and a read-only pass report
-    it idle and start nothing."""
+    primary pass that stores its work (detached, as live, with the configured timeout); a subagent's, a dry
+    run's, a compaction-off and a read-only pass report it idle and start nothing."""
     from pathlib import Path
 
     from magic_context import paths
@@ -931,6 +936,12 @@ def test_the_historian_starts_only_on_a_written_primary_pass_with_compaction_on(
     assert started == []
     assert historian("h-primary") == "fired"
     assert started == [(2, {"emergency": True, "now_ms": NOW})]  # the second session row: the dry run stored none
+    monkeypatch.setenv("MAGIC_CONTEXT_HISTORIAN", "")  # detached, as live: with the configured timeout
+    monkeypatch.setattr(runner, "launch_background", lambda conn, pk, **kw: started.append((pk, kw)) or True)
+    assert historian("h-detached") == "fired"
+    assert started.pop() == (3, {"session_id": "h-detached", "harness": "anthropic", "now_ms": NOW,
+                                 "timeout_ms": 300_000})
+    monkeypatch.setenv("MAGIC_CONTEXT_HISTORIAN", "inline")
     lkg = pipeline.run(protocol.read_input(_at(NOW + 1000, 17_000, 20_000, "h-primary", messages), {}), readonly=True)
     assert lkg.report["historian"] == "idle" and len(started) == 1
     user_file = Path(paths.user_config_file())
