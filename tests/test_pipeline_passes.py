@@ -716,8 +716,8 @@ def test_a_read_only_pass_never_busts_and_a_running_historian_holds_back_the_dro
     lkg = pipeline.run(protocol.read_input(_at(NOW + 3000, 14_000, 20_000, "held", messages), {}), readonly=True)
     assert (lkg.report["pass"], lkg.report["bust"], lkg.report["reason"]) == \
         ("defer", False, "defer: usage 70.1% ≥ threshold 50%")  # over the threshold, but read only
-    moved = dict(_at(NOW + 4000, 14_000, 20_000, "held", messages), model={"provider": "anthropic",
-                                                                          "id": "claude-opus-5", "context_limit": 20_000})
+    opus = {"provider": "anthropic", "id": "claude-opus-5", "context_limit": 20_000}
+    moved = dict(_at(NOW + 4000, 14_000, 20_000, "held", messages), model=opus)
     _, rep, _ = serve(moved)  # a HARD fold re-renders the head anyway: the drops land though the historian runs
     assert (rep["pass"], rep["historian"], rep["dropped"], rep["new_drops"]) == ("fold", "running", 23, 23)
 
