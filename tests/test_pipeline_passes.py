@@ -1048,3 +1048,55 @@ def test_the_providers_usage_counts_a_part_dropped_after_the_last_reply_as_serve
     assert out["messages"][-1]["content"].startswith("[truncated §3§]\nPASTE w0 w1 ")
     _, rep, _ = serve(dict(_at(NOW + 2000, 1000, 200_000, "late", history), model=opus))
     assert (rep["pass"], rep["usage_tokens"], rep["tokens_after"]) == ("defer", 1105, 145)  # 1 010 + its 95 now
+
+
+def test_the_drop_lanes_add_up_on_a_busting_pass() -> None:
+    """`_decide` joins the lanes: spent ctx_reduce outputs beyond the newest three always go, the opt-in smart
+    lane adds superseded todo lists (the newest stays), a short `auto_drop_tool_age` adds the oldest reads;
+    the newest 20 tags stay."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    names = ["read"] * 6 + ["ctx_reduce"] * 5 + ["todowrite"] * 5 + ["read"] * 24
+    messages: list = [{"role": "user", "content": "start"}]
+    for i, name in enumerate(names):
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": name,
+                                                        "input": {"n": i}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                                   "content": f"OUT{i} " + "word " * 100}]}]
+    messages += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+
+    def dropped(config: str) -> tuple:
+        user_file.write_text(config)
+        out, rep, _ = serve(_at(NOW, 1000, 100_000, f"lanes-{len(config)}", messages))
+        text = json.dumps(out)
+        return rep["pass"], rep["new_drops"], [i for i in range(40) if f"OUT{i} " not in text]
+
+    assert dropped("") == ("fold", 2, [6, 7])
+    assert dropped("smart_drops = true\n") == ("fold", 6, [6, 7, 11, 12, 13, 14])
+    assert dropped("smart_drops = true\nauto_drop_tool_age = 36\n") == ("fold", 12, [*range(8), 11, 12, 13, 14])
+
+
+def test_a_pass_in_the_force_band_lands_a_queued_drop_even_on_a_protected_tag(monkeypatch) -> None:
+    """`_decide` drains the queued ctx_reduce drops with the pass's force: at 85% of the window a drop queued
+    without `--force` on one of the newest (protected) tags lands too; below that band it stays queued."""
+    from magic_context.history import runner
+    from magic_context.store import db, pending, sessions
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)  # 85% starts the historian
+    messages = _tools(40)
+    for session in ("forced", "unforced"):
+        serve(_at(NOW, 1000, 20_000, session, messages))
+        conn = db.open_db()
+        try:
+            pending.queue(conn, sessions.lookup_session(conn, "anthropic", session)[0], [41], forced=False,
+                          now_ms=NOW)  # tag 41 is OUT39's, the newest output
+        finally:
+            conn.close()
+    out, rep, _ = serve(_at(NOW + 2000, 17_000, 20_000, "forced", messages))
+    assert (rep["pass"], rep["pending_drops"], "OUT39 " in json.dumps(out)) == ("execute", 0, False)
+    out, rep, _ = serve(_at(NOW + 2000, 14_000, 20_000, "unforced", messages))
+    assert (rep["pass"], rep["pending_drops"], "OUT39 " in json.dumps(out)) == ("execute", 1, True)
