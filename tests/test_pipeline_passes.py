@@ -1100,3 +1100,49 @@ def test_a_pass_in_the_force_band_lands_a_queued_drop_even_on_a_protected_tag(mo
     assert (rep["pass"], rep["pending_drops"], "OUT39 " in json.dumps(out)) == ("execute", 0, False)
     out, rep, _ = serve(_at(NOW + 2000, 14_000, 20_000, "unforced", messages))
     assert (rep["pass"], rep["pending_drops"], "OUT39 " in json.dumps(out)) == ("execute", 1, True)
+
+
+def _outputs(n: int, words: int) -> list:
+    """n read arcs whose outputs are `words` distinct words each (~4 tokens a word), then a short turn."""
+    messages: list = [{"role": "user", "content": "start"}]
+    for i in range(n):
+        output = " ".join([f"OUT{i}", *(f"w{i}x{j}" for j in range(words))])
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "read",
+                                                        "input": {"path": f"f{i}.py"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": output}]}]
+    return [*messages, {"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+
+
+def test_a_busting_pass_reclaims_from_the_threshold_on_down_to_a_fifth_of_it(monkeypatch) -> None:
+    """`_decide`'s pressure reclaim: a busting pass (here each session's first render) at the threshold (40% of
+    100 000) drops the oldest unprotected outputs (1 676 or 1 726 tokens each) until the request is at a fifth
+    of it (8 000); one token under the threshold it drops nothing; a request that the 19th drop brings to
+    exactly 8 000 stops there."""
+    from magic_context.history import runner
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)  # a 69k-token tail starts the historian
+    messages = _outputs(40, 400)
+
+    def reclaimed(used: int) -> tuple:
+        _, rep, _ = serve(_at(NOW, used, 100_000, f"reclaim-{used}", messages))
+        return rep["usage_tokens"], rep["dropped"], rep["tokens_after"]
+
+    assert reclaimed(39_984) == (39_999, 0, 69_034)
+    assert reclaimed(39_985) == (40_000, 19, 36_531)  # 19 drops reclaim 32 294: 7 706 left
+    assert reclaimed(40_279) == (40_294, 19, 36_531)  # 19 drops leave 8 000: the target, no 20th
+
+
+def test_a_block_band_pass_reclaims_protected_outputs_and_is_an_emergency_only_if_still_in_the_band(
+        monkeypatch) -> None:
+    """`_decide` in the block band (≥ 95%): the reclaim may take the protected newest outputs too (8 outputs,
+    992 tokens); exit 4 only if the request is still in the band after it (19 000 of 20 000)."""
+    from magic_context.errors import ContextEmergency
+    from magic_context.history import runner
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)
+    _, rep, _ = serve(_at(NOW, 19_976, 20_000, "band-under", _tools(8)))  # 19 991 - 992 = 18 999
+    assert (rep["pass"], rep["usage_tokens"], rep["dropped"], rep["new_drops"], rep["tokens_after"]) == \
+        ("fold", 19_991, 8, 8, 54)
+    with pytest.raises(ContextEmergency) as caught:  # 19 992 - 992 = 19 000: still in the band
+        hook.serve_pass(json.dumps(_at(NOW, 19_977, 20_000, "band-at", _tools(8))).encode(), {})
+    assert caught.value.message == "context at 100% of the 20000-token window and nothing could be folded"
