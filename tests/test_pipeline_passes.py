@@ -870,6 +870,9 @@ def test_old_reasoning_is_stripped_on_a_busting_pass_and_its_size_is_kept_with_t
     again, rep, _ = serve(dict(envelope([U1, think, *turns, U2], NOW + 1000), session_id="think"))
     assert (rep["pass"], rep["tokens_before"], rep["tokens_after"]) == ("defer", 251, 330)
     assert again["messages"] == out["messages"]  # a defer pass replays the stored strip
+    user_file.write_text("clear_reasoning_age = 1\n[compaction]\nenabled = false\n")
+    whole, _, _ = serve(dict(envelope([U1, think, *turns, U2], NOW + 2000), session_id="think"))
+    assert whole["messages"][3]["content"] == think["content"]  # compaction off: served as sent
 
 
 def test_the_skim_follows_a_watermark_of_zero_and_is_never_tried_without_a_watermark(monkeypatch) -> None:
@@ -982,6 +985,17 @@ def test_a_rewritten_tool_result_keeps_the_tag_of_its_call_even_when_it_is_the_s
                                                                        "content": "§1§ x = 2"}]}]
 
 
+def _spent(n: int) -> list:
+    """n read arcs of 800 distinct words each (~3 400 tokens), then a short turn: nudge-sized tool outputs."""
+    messages: list = [{"role": "user", "content": "start"}]
+    for i in range(n):
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "read",
+                                                        "input": {"path": f"f{i}.py"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                                   "content": " ".join(f"w{i}x{j}" for j in range(800))}]}]
+    return [*messages, {"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+
+
 def test_a_fired_nudge_is_stored_and_counted_in_the_served_size_of_the_passes_after_it(monkeypatch) -> None:
     """`_apply` fires the ctx_reduce nudge (12 spent outputs, ~40k tokens, outside the protected 20) onto the
     newest message and stores it; `_measure` counts the stored nudge's tokens in what the next pass serves."""
@@ -989,13 +1003,7 @@ def test_a_fired_nudge_is_stored_and_counted_in_the_served_size_of_the_passes_af
     from magic_context.history import runner
 
     monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)  # the 100k-token tail starts the historian
-    messages: list = [{"role": "user", "content": "start"}]
-    for i in range(30):
-        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "read",
-                                                        "input": {"path": f"f{i}.py"}}]},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
-                                                   "content": " ".join(f"w{i}x{j}" for j in range(800))}]}]
-    messages += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+    messages = _spent(30)
     nudge = ("\n\n<system-reminder>\nHousekeeping: 12 spent tool outputs (~40k tokens) are reclaimable — drop the "
              "ones you have already processed with ctx_reduce at a natural stopping point.\noldest reclaimable: "
              "§2§ read · §3§ read · §4§ read · §5§ read · …\n</system-reminder>")
@@ -1146,3 +1154,36 @@ def test_a_block_band_pass_reclaims_protected_outputs_and_is_an_emergency_only_i
     with pytest.raises(ContextEmergency) as caught:  # 19 992 - 992 = 19 000: still in the band
         hook.serve_pass(json.dumps(_at(NOW, 19_977, 20_000, "band-at", _tools(8))).encode(), {})
     assert caught.value.message == "context at 100% of the 20000-token window and nothing could be folded"
+
+
+def test_the_nudge_is_quiet_on_a_pass_that_lands_ctx_reduce_drops_and_absent_without_ctx_reduce(monkeypatch) -> None:
+    """`_apply`: the pass that lands a queued ctx_reduce drop fires no nudge (the model just reduced), while a
+    pass whose drops come from other lanes still does; without the ctx_reduce tool there is no nudge at all."""
+    from pathlib import Path
+
+    from magic_context import paths
+    from magic_context.history import runner
+    from magic_context.store import db, pending, sessions
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)
+    messages = _spent(30)
+    opus = {"provider": "anthropic", "id": "claude-opus-5"}
+
+    def nudged(document: dict) -> tuple:
+        out, rep, _ = serve(document)
+        return rep["new_drops"], "<system-reminder>" in json.dumps(out["messages"][-1])
+
+    assert nudged(_at(NOW, 1000, 200_000, "reduced", messages[:9])) == (0, False)  # too little to nudge
+    conn = db.open_db()
+    try:
+        pending.queue(conn, sessions.lookup_session(conn, "anthropic", "reduced")[0], [2], forced=False, now_ms=NOW)
+    finally:
+        conn.close()
+    assert nudged(dict(_at(NOW + 1000, 1000, 200_000, "reduced", messages), model=opus)) == (1, False)
+    reads = dict(_at(NOW, 1000, 200_000, "no-reduce", messages), tools=[{"name": "read", "input_schema": {}}])
+    assert nudged(reads) == (0, False)
+    assert nudged(_at(NOW, 1000, 200_000, "nudged", messages)) == (0, True)
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("auto_drop_tool_age = 30\n")
+    assert nudged(_at(NOW, 1000, 200_000, "aged", messages)) == (2, True)
