@@ -105,6 +105,15 @@ def test_guidance_goes_into_each_harness_system_slot_and_the_head_after_leading_
     assert chat["messages"][0]["content"].startswith("Sys A" + GUIDANCE)
     assert chat["messages"][1]["content"].startswith("<session-history>")  # the head follows the lead system
     assert chat["messages"][3:] == [{"role": "user", "content": "§1§ hi"}, {"role": "system", "content": "Sys B"}]
+    leads = first_pass({"model": "gpt-4o", "messages": [
+        {"role": "system", "content": "Sys A"}, {"role": "system", "content": "Sys A2"},
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+        {"role": "system", "content": "Sys B"}]}, "leads")  # the head goes after both leading system messages
+    assert [m["content"][:18] for m in leads["messages"]] == [
+        "Sys A" + GUIDANCE[:13], "Sys A2", "<session-history><", "<session-history-s", "§1§ hi", "§2§ hello", "Sys B"]
+    only = first_pass({"model": "gpt-4o", "messages": [{"role": "system", "content": "Sys A"}]}, "only-system")
+    assert [m["content"][:18] for m in only["messages"]] == [
+        "Sys A" + GUIDANCE[:13], "<session-history><", "<session-history-s"]
     bare = first_pass({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}, "bare")
     assert bare["messages"][0]["content"].startswith("<session-history>") and "system" not in bare
     assert not any(GUIDANCE in json.dumps(m) for m in bare["messages"])  # no system message: none added
@@ -346,6 +355,7 @@ def test_published_history_folds_on_the_next_busting_pass_and_stays_folded() -> 
     user_file.write_text("[compaction]\nenabled = false\n")  # turned off: the stored fold no longer applies
     out, rep, _ = serve(envelope(newer, NOW + 5000, system="Be long.", model="claude-opus-5"))
     assert [m["content"] for m in out["messages"][2:4]] == ["fix the bug", A1["content"]]
+    assert out["system"] == "Be long."  # no guidance either
     user_file.write_text("")  # on again: the off passes kept the watermark, so the fold (and its bytes) come back
     out, rep, _ = serve(envelope(newer, NOW + 6000, system="Be long.", model="claude-opus-5"))
     assert out["messages"] == folded["messages"]
@@ -388,6 +398,25 @@ def test_a_fold_inside_an_arc_drops_its_result_even_when_a_later_call_reuses_the
     again, rep, _ = serve(envelope(history, NOW + 2000, system="Be long."))
     assert rep == report("defer", "defer: within threshold, cache warm", before=46, after=133, tags=3, usage=133)
     assert again["messages"] == folded["messages"]
+
+
+def test_with_compaction_off_a_re_rendered_head_holds_the_memories_and_no_history() -> None:
+    """`_head`: the session history goes into m[0] only for a primary pass with compaction on; turned off, a
+    pass that renders the head (here the system prompt changed) shows the project's memories alone."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    history = [U1, A1, R1, A2, U2]
+    serve(dict(envelope(history, NOW), session_id="off-head"))
+    _publish("off-head", 2)
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("[compaction]\nenabled = false\n")
+    out, rep, _ = serve(dict(envelope(history, NOW + 1000, system="Be long."), session_id="off-head"))
+    assert (rep["pass"], out["system"]) == ("fold", "Be long.")
+    assert out["messages"][0]["content"][0]["text"] == \
+        "<project-memory>\n<PROJECT_RULES>\n#1: tests run on real SQLite\n</PROJECT_RULES>\n</project-memory>"
 
 
 def test_after_a_fold_the_folded_lead_is_decoded_skimmed_and_an_edit_there_is_still_seen(monkeypatch) -> None:
