@@ -233,8 +233,8 @@ def test_guard_fits_or_has_archived_a_prefix(specs, budget):
 
 # --- the first request's quote ------------------------------------------------------------------
 
-ASK = FirstRequest(1, "fix it")
-QUOTE = '<first-request ordinal="1">\nfix it\n</first-request>'
+ASK = FirstRequest(1, "fix")
+QUOTE = '<first-request ordinal="1">\nfix\n</first-request>'  # 48 characters: the cap at these budgets
 
 
 def test_the_first_request_opens_the_history_once_its_compartment_renders_at_p3():
@@ -251,7 +251,7 @@ def test_no_quote_while_p1_or_p2_shows_the_request_and_then_the_whole_budget_is_
         plain = decay_render(_guard_rows(), budget, False, estimate=len)
         assert plain.tiers[0] <= 2
         assert decay_render(_guard_rows(), budget, False, estimate=len, first_request=ASK) == plain
-    newest = FirstRequest(3, "fix it")  # in the newest compartment, at P1 even at 260
+    newest = FirstRequest(3, "fix")  # in the newest compartment, at P1 even at 260
     assert decay_render(_guard_rows(), 260, False, estimate=len, first_request=newest) == \
         decay_render(_guard_rows(), 260, False, estimate=len)
 
@@ -274,8 +274,9 @@ def test_the_quote_is_charged_to_the_history_budget_only_when_shown():
 
 def test_the_quote_is_cut_at_a_word_to_its_cap_however_long_the_request():
     huge = FirstRequest(7, "please " + "refactor the parser " * 5000)  # 100 000 characters
-    assert first_request_cap(60_000) == FIRST_REQUEST_MAX_TOKENS == 300
-    assert first_request_cap(1000) == 200 and first_request_cap(0) == 300
+    assert first_request_cap(60_000) == FIRST_REQUEST_MAX_TOKENS == 300  # a tenth of the budget, at most 300
+    assert first_request_cap(1000) == 100 and first_request_cap(0) == 300
+    assert first_request_cap(200) == 48  # at least 48 tokens
     block = first_request_block(huge, 300)
     assert 290 <= estimate_tokens(block) <= 300
     assert block.startswith('<first-request ordinal="7">\nplease refactor the parser refactor')
@@ -285,7 +286,7 @@ def test_the_quote_is_cut_at_a_word_to_its_cap_however_long_the_request():
     rows = [CompartmentRow(i, i + 9, "t", p1="x" * 400, p2="x" * 200, p3="x" * 80, p4="p")
             for i in range(0, 400, 10)]
     result = decay_render(rows, 2000, False, first_request=huge)
-    assert result.quoted and result.body.startswith(first_request_block(huge, 300) + "\n\n## ")
+    assert result.quoted and result.body.startswith(first_request_block(huge, 200) + "\n\n## ")
     assert result.tokens <= 2000
 
 
@@ -305,7 +306,7 @@ def test_where_the_request_is_decides_whether_the_history_hides_it():
 
 
 def test_no_quote_when_the_budget_leaves_it_too_little():
-    assert first_request_cap(100) == 20  # under the 24-token minimum
+    assert first_request_cap(192) == 48 and first_request_cap(191) == 0  # 48 tokens would be over a quarter
     tiny = decay_render(_guard_rows(), 100, False, estimate=len, first_request=ASK)
     assert not tiny.quoted and tiny == decay_render(_guard_rows(), 100, False, estimate=len)
     assert decay_render(_guard_rows(), 260, False, estimate=len, first_request=FirstRequest(1, "  ")) == \

@@ -32,8 +32,9 @@ LEGACY_P2_CHARS = 1200
 LEGACY_P3_CHARS = 420
 FIRST_REQUEST_FROM_TIER = 3  # P1 and P2 show the request (the extractive P2 quotes its first 160 characters)
 FIRST_REQUEST_MAX_TOKENS = 300  # a few lines: the ask, not the whole paste
-FIRST_REQUEST_BUDGET_SHARE = 0.2  # of the history budget, so small windows keep room for compartments
-FIRST_REQUEST_MIN_TOKENS = 24  # a smaller cap shows too little of the request to be worth it
+FIRST_REQUEST_BUDGET_SHARE = 0.1  # of the history budget: the rest stays the compartments'
+FIRST_REQUEST_MIN_TOKENS = 48  # a sentence or two after the element's ~13 tokens; less is not worth showing
+FIRST_REQUEST_MAX_SHARE = 0.25  # the floor may take at most this share: a smaller budget shows no quote
 _RENDERED_MEMORY_STATUSES = frozenset({"active", "permanent"})
 _TITLE_BREAKS = lazy("[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 _HEADING_LINE = lazy(r"^## ", re.MULTILINE)
@@ -276,10 +277,13 @@ def _could_hide(rows: Sequence[CompartmentRow], tiers: Sequence[int]) -> bool:
 
 
 def first_request_cap(budget: float) -> int:
-    """The quote's token cap: FIRST_REQUEST_MAX_TOKENS, and at most FIRST_REQUEST_BUDGET_SHARE of a budget."""
+    """The quote's token cap: FIRST_REQUEST_BUDGET_SHARE of the history budget, within FIRST_REQUEST_MIN_TOKENS
+    to FIRST_REQUEST_MAX_TOKENS; 0 (no quote) when that floor is above FIRST_REQUEST_MAX_SHARE of the budget.
+    A budget ≤ 0 (no budget) gives the maximum."""
     if budget <= 0:
         return FIRST_REQUEST_MAX_TOKENS
-    return min(FIRST_REQUEST_MAX_TOKENS, int(budget * FIRST_REQUEST_BUDGET_SHARE))
+    cap = max(FIRST_REQUEST_MIN_TOKENS, min(FIRST_REQUEST_MAX_TOKENS, int(budget * FIRST_REQUEST_BUDGET_SHARE)))
+    return cap if cap <= budget * FIRST_REQUEST_MAX_SHARE else 0
 
 
 def _word_prefix(text: str, units: int) -> str:
@@ -342,7 +346,7 @@ def decay_render(
     if first_request is None or not request_hidden(rows, whole.tiers, first_request.ordinal):
         return whole
     cap = first_request_cap(budget)
-    quote = first_request_block(first_request, cap, estimate=estimate) if cap >= FIRST_REQUEST_MIN_TOKENS else ""
+    quote = first_request_block(first_request, cap, estimate=estimate) if cap else ""
     if not quote:
         return whole
     lead = quote + "\n\n"
