@@ -61,6 +61,11 @@ def test_the_first_typed_request_skips_slash_commands_tool_results_and_empty_tex
     for ordinal, msg in enumerate(messages):
         msg.ordinal = ordinal
     assert first_request.pick(messages) == render.FirstRequest(3, "/Users/me/a.py is broken,\nfix it")
+    heads = anthropic.decode([{"role": "user", "content": "<project-docs>\n<file name=\"A.md\">x</file>"},
+                              {"role": "user", "content": "<session-history>\n## 0-3 · t\n</session-history>"}])
+    for ordinal, msg in enumerate(heads):
+        msg.ordinal = ordinal
+    assert first_request.pick(heads) is None  # mc's own head, should a harness have stored it
     results = anthropic.decode([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
                                                               "content": "output"}]}])
     results[0].ordinal = 0

@@ -23,6 +23,7 @@ from magic_context.wire import model as m
 
 SCAN_ROWS = 8  # user rows looked at: a session's first request is among its first few
 SOURCE_CHARS = 4000  # kept of the request: more than a quote shows (300 tokens ≈ 1 050 characters)
+_HEAD_OPENINGS = ("<session-history", "<project-docs>", "<project-memory>")  # mc's own m[0], should a harness store it
 _SLASH_COMMAND = lazy(r"^/[\w:.-]+(?:\s+\S+)?\s*$")  # `/mode`, `/model sonnet`: a harness command, not a request
 
 
@@ -34,7 +35,7 @@ def request_text(msg: m.Message) -> str:
     parts = [chunk.clean_text(b.text.replace("\r\n", "\n")) for b in msg.blocks
              if b.kind == m.TEXT and b.text and not b.synthetic and not (b.meta and "command" in b.meta)]
     text = "\n".join(line.strip() for part in parts for line in part.splitlines() if line.strip())
-    if text.startswith(("<session-history", "<session-history-since")) or _SLASH_COMMAND.match(text):
+    if text.startswith(_HEAD_OPENINGS) or _SLASH_COMMAND.match(text):
         return ""
     return text[:SOURCE_CHARS]
 
