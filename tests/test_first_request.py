@@ -12,7 +12,7 @@ from magic_context.history import first_request, render
 from magic_context.store import compartments
 from magic_context.store import raw as raw_store
 from magic_context.transform import head, hook
-from magic_context.wire import anthropic, openai, pi
+from magic_context.wire import anthropic, openai, pi, responses
 from magic_context.wire import model as m
 
 NOW = 1_800_000_000_000
@@ -66,6 +66,18 @@ def test_the_first_typed_request_skips_slash_commands_tool_results_and_empty_tex
     for ordinal, msg in enumerate(heads):
         msg.ordinal = ordinal
     assert first_request.pick(heads) is None  # mc's own head, should a harness have stored it
+    codex = responses.decode([  # as Codex 0.171 sends them (../shared/data/requests/codex-0.171.0-1.json)
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "# AGENTS.md instructions "
+                                                         "for /w\n\n<INSTRUCTIONS>\nbe terse\n</INSTRUCTIONS>"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>\n  "
+                                                         "<cwd>/w</cwd>\n</environment_context>"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<pr_description>\nfix "
+                                                         "it\n</pr_description>\n<instructions>go</instructions>"}]},
+    ])
+    for ordinal, msg in enumerate(codex):
+        msg.ordinal = ordinal
+    assert first_request.pick(codex) == render.FirstRequest(
+        2, "<pr_description>\nfix it\n</pr_description>\n<instructions>go</instructions>")  # a task is no one element
     results = anthropic.decode([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
                                                               "content": "output"}]}])
     results[0].ordinal = 0

@@ -24,18 +24,23 @@ from magic_context.wire import model as m
 SCAN_ROWS = 8  # user rows looked at: a session's first request is among its first few
 SOURCE_CHARS = 4000  # kept of the request: more than a quote shows (300 tokens ≈ 1 050 characters)
 _HEAD_OPENINGS = ("<session-history", "<project-docs>", "<project-memory>")  # mc's own m[0], should a harness store it
+# Context a harness sends as a user message before the request: Codex's `<environment_context>…</environment_context>`
+# (any message that is one element whole) and its AGENTS.md (`# AGENTS.md instructions for DIR`).
+_ONE_ELEMENT = lazy(r"^<([\w-]+)>[\s\S]*</\1>$")
+_INJECTED_OPENINGS = ("# AGENTS.md instructions",)
 _SLASH_COMMAND = lazy(r"^/[\w:.-]+(?:\s+\S+)?\s*$")  # `/mode`, `/model sonnet`: a harness command, not a request
 
 
 def request_text(msg: m.Message) -> str:
     """The typed text of a user message, cleaned (system reminders, tag prefixes, blank lines and the spaces
-    around each line removed); "" when it is not a request a person typed, or is a bare slash command."""
+    around each line removed); "" when it is not a request a person typed: a bare slash command, context the
+    harness injects as a user message, or mc's own head."""
     if not chunk.is_prompt(msg):
         return ""
     parts = [chunk.clean_text(b.text.replace("\r\n", "\n")) for b in msg.blocks
              if b.kind == m.TEXT and b.text and not b.synthetic and not (b.meta and "command" in b.meta)]
     text = "\n".join(line.strip() for part in parts for line in part.splitlines() if line.strip())
-    if text.startswith(_HEAD_OPENINGS) or _SLASH_COMMAND.match(text):
+    if text.startswith(_HEAD_OPENINGS + _INJECTED_OPENINGS) or _SLASH_COMMAND.match(text) or _ONE_ELEMENT.match(text):
         return ""
     return text[:SOURCE_CHARS]
 
