@@ -555,7 +555,7 @@ def _head(p: Pass, view: View, meas: Measure, sched: Schedule, kept: list[m.Mess
             memory_budget=int(hot["memory.injection_budget_tokens"]), temporal=bool(hot["temporal_awareness"]),
             include_history=p.compaction and p.primary, include_memory=bool(hot["memory.enabled"]),
             include_docs=bool(hot["dreamer.inject_docs"]),
-            estimate=history_render.estimate_tokens, now_ms=p.inp.now_ms)
+            estimate=history_render.estimate_tokens, now_ms=p.inp.now_ms, harness=p.inp.harness)
         if not hard:
             m1_text, visible_memories = head.render_m1(p.conn, ctx, m0_meta)
             if head.m1_too_large(m1_text, ctx):
