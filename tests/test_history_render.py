@@ -12,10 +12,14 @@ from hypothesis import strategies as st
 from magic_context.history.decay import assign_tiers
 from magic_context.history.render import (
     EMPTY_SESSION_HISTORY,
+    FIRST_REQUEST_MAX_TOKENS,
     M1_PLACEHOLDER,
     CompartmentRow,
+    FirstRequest,
     decay_render,
     estimate_tokens,
+    first_request_block,
+    first_request_cap,
     format_date_range,
     render_compartment,
     render_m1,
@@ -23,6 +27,7 @@ from magic_context.history.render import (
     render_project_memory,
     render_session_history,
     render_user_profile,
+    request_hidden,
 )
 
 
@@ -224,6 +229,105 @@ def test_guard_fits_or_has_archived_a_prefix(specs, budget):
         assert result.tiers[k] >= initial[k]
         assert list(result.tiers[k + 1:]) == initial[k + 1:]
     assert result.demotions == sum(result.tiers) - sum(initial)
+
+
+# --- the first request's quote ------------------------------------------------------------------
+
+ASK = FirstRequest(1, "fix")
+QUOTE = '<first-request ordinal="1">\nfix\n</first-request>'  # 48 characters: the cap at these budgets
+
+
+def test_the_first_request_opens_the_history_once_its_compartment_renders_at_p3():
+    result = decay_render(_guard_rows(), 260, False, estimate=len, first_request=ASK)
+    assert decay_render(_guard_rows(), 260, False, estimate=len).tiers == (3, 1, 1)  # without it: P3
+    assert result.quoted and result.tiers == (5, 2, 1)  # what is left after the quote: the oldest archived
+    assert result.body == QUOTE + "\n\n## 2-2 · t\n" + "x" * 50 + "\n\n## 3-3 · t\n" + "x" * 100
+    assert render_session_history(_guard_rows(), 260, False, estimate=len, first_request=ASK) == \
+        f"<session-history>\n{result.body}\n</session-history>"
+
+
+def test_no_quote_while_p1_or_p2_shows_the_request_and_then_the_whole_budget_is_the_compartments():
+    for budget in (300, 60_000):
+        plain = decay_render(_guard_rows(), budget, False, estimate=len)
+        assert plain.tiers[0] <= 2
+        assert decay_render(_guard_rows(), budget, False, estimate=len, first_request=ASK) == plain
+    newest = FirstRequest(3, "fix")  # in the newest compartment, at P1 even at 260
+    assert decay_render(_guard_rows(), 260, False, estimate=len, first_request=newest) == \
+        decay_render(_guard_rows(), 260, False, estimate=len)
+
+
+def test_the_quote_is_charged_to_the_history_budget_only_when_shown():
+    for budget in (260, 280, 400, 1000):
+        rows = _guard_rows() + [CompartmentRow(i, i, "t", p1="y" * 100, p2="y" * 50, p3="y" * 20, p4="")
+                                for i in range(4, 12)]
+        plain = decay_render(rows, budget, False, estimate=len)
+        result = decay_render(rows, budget, False, estimate=len, first_request=ASK)
+        assert result.quoted == request_hidden(rows, plain.tiers, 1)
+        if result.quoted:
+            lead = QUOTE + "\n\n"
+            rest = decay_render(rows, budget - len(lead), False, estimate=len)
+            assert result.body == lead + rest.body and result.tiers == rest.tiers
+            assert result.tokens == len(result.body) <= budget
+        else:
+            assert result == plain
+
+
+def test_the_quote_is_cut_at_a_word_to_its_cap_however_long_the_request():
+    huge = FirstRequest(7, "please " + "refactor the parser " * 5000)  # 100 000 characters
+    assert first_request_cap(60_000) == FIRST_REQUEST_MAX_TOKENS == 300  # a tenth of the budget, at most 300
+    assert first_request_cap(1000) == 100 and first_request_cap(0) == 300
+    assert first_request_cap(200) == 48  # at least 48 tokens
+    block = first_request_block(huge, 300)
+    assert 290 <= estimate_tokens(block) <= 300
+    assert block.startswith('<first-request ordinal="7">\nplease refactor the parser refactor')
+    assert block.endswith(" the…\n</first-request>") or block.endswith(" parser…\n</first-request>") or \
+        block.endswith(" refactor…\n</first-request>")
+    assert first_request_block(huge, 12) == ""  # the element alone costs 13: nothing fits
+    rows = [CompartmentRow(i, i + 9, "t", p1="x" * 400, p2="x" * 200, p3="x" * 80, p4="p")
+            for i in range(0, 400, 10)]
+    result = decay_render(rows, 2000, False, first_request=huge)
+    assert result.quoted and result.body.startswith(first_request_block(huge, 200) + "\n\n## ")
+    assert result.tokens <= 2000
+
+
+def test_the_quote_is_escaped_and_cannot_start_a_compartment():
+    ask = FirstRequest(1, "use <b> & keep\n## not a heading")
+    assert first_request_block(ask, 300, estimate=len) == (
+        '<first-request ordinal="1">\nuse &lt;b&gt; &amp; keep\n ## not a heading\n</first-request>')
+
+
+def test_where_the_request_is_decides_whether_the_history_hides_it():
+    rows = [row(5, 9), row(10, 19), row(30, 39)]
+    assert not request_hidden(rows, (5, 5, 5), 40)  # after the last compartment: still in the conversation
+    assert not request_hidden([], (), 0)
+    assert request_hidden(rows, (1, 1, 1), 2)  # before the first compartment: folded, shown by none
+    assert request_hidden(rows, (1, 1, 1), 25)  # in a gap between compartments
+    assert [request_hidden(rows, (tier, 1, 1), 7) for tier in (1, 2, 3, 4, 5)] == [False, False, True, True, True]
+
+
+def test_no_quote_when_the_budget_leaves_it_too_little():
+    assert first_request_cap(192) == 48 and first_request_cap(191) == 0  # 48 tokens would be over a quarter
+    tiny = decay_render(_guard_rows(), 100, False, estimate=len, first_request=ASK)
+    assert not tiny.quoted and tiny == decay_render(_guard_rows(), 100, False, estimate=len)
+    assert decay_render(_guard_rows(), 260, False, estimate=len, first_request=FirstRequest(1, "  ")) == \
+        decay_render(_guard_rows(), 260, False, estimate=len)
+
+
+@given(st.lists(st.tuples(st.integers(1, 100), st.integers(0, 400)), min_size=1, max_size=25),
+       st.integers(1, 4000), st.integers(0, 30), st.text(min_size=1, max_size=3000))
+def test_with_a_quote_the_history_still_fits_its_budget(specs, budget, ordinal, text):
+    rows = [CompartmentRow(i, i, "t", p1="a" * size or "a", p2="b" * (size // 2), p3="c" * (size // 4), p4="",
+                           importance=importance) for i, (importance, size) in enumerate(specs, 1)]
+    ask = FirstRequest(ordinal, text)
+    plain = decay_render(rows, budget, True)
+    result = decay_render(rows, budget, True, first_request=ask)
+    assert result.tokens == estimate_tokens(result.body)
+    if not result.quoted:
+        assert result == plain
+        return
+    assert request_hidden(rows, plain.tiers, ordinal)
+    assert result.body.startswith(f'<first-request ordinal="{ordinal}">\n')
+    assert result.tokens <= budget or all(t == 5 for t in result.tiers)
 
 
 # --- m[1] ----------------------------------------------------------------------------------

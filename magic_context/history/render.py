@@ -30,6 +30,11 @@ MEMORY_CONTENT_CAP_BYTES = 64 * 1024
 M1_TRIM_RATIO = 0.25
 LEGACY_P2_CHARS = 1200
 LEGACY_P3_CHARS = 420
+FIRST_REQUEST_FROM_TIER = 3  # P1 and P2 show the request (the extractive P2 quotes its first 160 characters)
+FIRST_REQUEST_MAX_TOKENS = 300  # a few lines: the ask, not the whole paste
+FIRST_REQUEST_BUDGET_SHARE = 0.1  # of the history budget: the rest stays the compartments'
+FIRST_REQUEST_MIN_TOKENS = 48  # a sentence or two after the element's ~13 tokens; less is not worth showing
+FIRST_REQUEST_MAX_SHARE = 0.25  # the floor may take at most this share: a smaller budget shows no quote
 _RENDERED_MEMORY_STATUSES = frozenset({"active", "permanent"})
 _TITLE_BREAKS = lazy("[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 _HEADING_LINE = lazy(r"^## ", re.MULTILINE)
@@ -90,6 +95,15 @@ class HistoryRender:
     pressure: float
     tokens: int
     demotions: int
+    quoted: bool = False  # the body opens with the session's first request (`first_request_block`)
+
+
+@record(frozen=True)
+class FirstRequest:
+    """The session's first request: its raw ordinal and its text (cleaned; `history.first_request` picks it)."""
+
+    ordinal: int
+    text: str
 
 
 def utf16_len(text: str) -> int:
@@ -195,20 +209,8 @@ def render_compartment(row: Any, tier: int, *, temporal: bool = True) -> str:
     return f"{heading}\n{_guard_body(body)}" if body else heading
 
 
-def decay_render(
-    compartments: Iterable[Any],
-    budget_tokens: float | None = decay.DEFAULT_HISTORY_BUDGET_TOKENS,
-    temporal: bool = True,
-    *,
-    estimate: Estimator = estimate_tokens,
-) -> HistoryRender:
-    """Pick tiers by the decay curve, then demote the oldest one tier at a time until it fits.
-
-    The guard runs up to 5·n demotions: first on the sum of per-compartment estimates, then on
-    the joined body, as the original does. A budget ≤ 0 disables pressure and the guard.
-    """
-    rows = sorted((CompartmentRow.coerce(c) for c in compartments), key=lambda r: r.start_ordinal)
-    budget = decay.DEFAULT_HISTORY_BUDGET_TOKENS if budget_tokens is None else budget_tokens
+def _decay(rows: list[CompartmentRow], budget: float, temporal: bool, estimate: Estimator) -> HistoryRender:
+    """Pick tiers by the decay curve, then demote the oldest one tier at a time until it fits (rows sorted)."""
     curve = [r.importance for r in rows if not r.legacy]
     p = decay.pressure(curve, budget)
     tiers = decay.assign_tiers(rows, budget)
@@ -254,14 +256,114 @@ def decay_render(
     return HistoryRender(body, tuple(tiers), p, tokens, 5 * len(rows) - guard)
 
 
+def request_hidden(rows: Sequence[CompartmentRow], tiers: Sequence[int], ordinal: int) -> bool:
+    """Whether the rendered history no longer shows the request at `ordinal`: it is folded (at or before the
+    last compartment's end) and the compartment holding it renders at P3 or terser, or no compartment holds it.
+    A request after the last compartment is still in the conversation itself."""
+    if not rows or ordinal > max(r.end_ordinal for r in rows):
+        return False
+    for row, tier in zip(rows, tiers, strict=True):
+        if row.start_ordinal <= ordinal <= row.end_ordinal:
+            return tier >= FIRST_REQUEST_FROM_TIER
+    return True
+
+
+def _could_hide(rows: Sequence[CompartmentRow], tiers: Sequence[int]) -> bool:
+    # Some request `request_hidden` would say is hidden: a compartment at P3+, or folded ordinals none covers.
+    if any(tier >= FIRST_REQUEST_FROM_TIER for tier in tiers):
+        return True
+    ends = [-1] + [r.end_ordinal for r in rows]
+    return any(row.start_ordinal > end + 1 for row, end in zip(rows, ends, strict=False))
+
+
+def first_request_cap(budget: float) -> int:
+    """The quote's token cap: FIRST_REQUEST_BUDGET_SHARE of the history budget, within FIRST_REQUEST_MIN_TOKENS
+    to FIRST_REQUEST_MAX_TOKENS; 0 (no quote) when that floor is above FIRST_REQUEST_MAX_SHARE of the budget.
+    A budget ≤ 0 (no budget) gives the maximum."""
+    if budget <= 0:
+        return FIRST_REQUEST_MAX_TOKENS
+    cap = max(FIRST_REQUEST_MIN_TOKENS, min(FIRST_REQUEST_MAX_TOKENS, int(budget * FIRST_REQUEST_BUDGET_SHARE)))
+    return cap if cap <= budget * FIRST_REQUEST_MAX_SHARE else 0
+
+
+def _word_prefix(text: str, units: int) -> str:
+    # At most `units` UTF-16 units, cut after a word when one ends in the last 40%, then `…`.
+    cut = _utf16_prefix(text, units)
+    space = max(cut.rfind(" "), cut.rfind("\n"))
+    if space > len(cut) * 0.6:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
+
+
+def first_request_block(request: FirstRequest, cap_tokens: int, *, estimate: Estimator = estimate_tokens) -> str:
+    """`<first-request ordinal="N">` with the request's text (escaped, heading-guarded), cut at a word with `…`
+    so the whole block's estimate is at most `cap_tokens`; "" when not even a word fits."""
+    def block(text: str) -> str:
+        return f'<first-request ordinal="{request.ordinal}">\n{_guard_body(text)}\n</first-request>'
+
+    text = request.text.strip()
+    if not text:
+        return ""
+    full = block(text)
+    cost = estimate(full)
+    if cost <= cap_tokens:
+        return full
+    units = int(utf16_len(text) * cap_tokens / cost)
+    while units > 0:
+        quoted = block(_word_prefix(text, units))
+        over = estimate(quoted) - cap_tokens
+        if over <= 0:
+            return quoted
+        units -= max(1, units * over // (over + cap_tokens))  # shrink by the overshoot's share
+    return ""
+
+
+def decay_render(
+    compartments: Iterable[Any],
+    budget_tokens: float | None = decay.DEFAULT_HISTORY_BUDGET_TOKENS,
+    temporal: bool = True,
+    *,
+    estimate: Estimator = estimate_tokens,
+    first_request: FirstRequest | Callable[[], FirstRequest | None] | None = None,
+) -> HistoryRender:
+    """Pick tiers by the decay curve, then demote the oldest one tier at a time until it fits.
+
+    The guard runs up to 5·n demotions: first on the sum of per-compartment estimates, then on
+    the joined body, as the original does. A budget ≤ 0 disables pressure and the guard.
+
+    With `first_request` (or a function that reads it, called only when the history could hide it: a
+    compartment at P3 or terser, or ordinals no compartment covers): when the history rendered with the
+    whole budget no longer shows it (`request_hidden`), the body opens with its quote
+    (`first_request_block`, capped by `first_request_cap`) and the compartments are rendered again within
+    what the quote leaves. Only then does the quote cost budget: a session whose request is still shown
+    renders as without it.
+    """
+    rows = sorted((CompartmentRow.coerce(c) for c in compartments), key=lambda r: r.start_ordinal)
+    budget = decay.DEFAULT_HISTORY_BUDGET_TOKENS if budget_tokens is None else budget_tokens
+    whole = _decay(rows, budget, temporal, estimate)
+    if callable(first_request):
+        first_request = first_request() if _could_hide(rows, whole.tiers) else None
+    if first_request is None or not request_hidden(rows, whole.tiers, first_request.ordinal):
+        return whole
+    cap = first_request_cap(budget)
+    quote = first_request_block(first_request, cap, estimate=estimate) if cap else ""
+    if not quote:
+        return whole
+    lead = quote + "\n\n"
+    rest = _decay(rows, budget - estimate(lead), temporal, estimate) if budget > 0 else whole
+    body = lead + rest.body if rest.body else quote
+    return HistoryRender(body, rest.tiers, rest.pressure, estimate(body), rest.demotions, True)
+
+
 def render_session_history(
     compartments: Iterable[Any],
     budget_tokens: float | None,
     temporal: bool,
     estimate: Estimator = estimate_tokens,
+    first_request: FirstRequest | Callable[[], FirstRequest | None] | None = None,
 ) -> str:
     """The m[0] `<session-history>` block; `<session-history></session-history>` when nothing renders."""
-    body = decay_render(compartments, budget_tokens, temporal, estimate=estimate).body
+    body = decay_render(compartments, budget_tokens, temporal, estimate=estimate, first_request=first_request).body
     return f"<session-history>\n{body}\n</session-history>" if body else EMPTY_SESSION_HISTORY
 
 
@@ -441,15 +543,19 @@ def render_m1(
 __all__ = [
     "DEFAULT_MEMORY_BUDGET_TOKENS",
     "EMPTY_SESSION_HISTORY",
+    "FIRST_REQUEST_MAX_TOKENS",
     "M1_PLACEHOLDER",
     "MEMORY_CATEGORY_ORDER",
     "CompartmentRow",
     "Estimator",
+    "FirstRequest",
     "HistoryRender",
     "compartment_heading",
     "decay_render",
     "escape_xml",
     "estimate_tokens",
+    "first_request_block",
+    "first_request_cap",
     "format_date_range",
     "memory_line",
     "render_compartment",
@@ -460,6 +566,7 @@ __all__ = [
     "render_project_memory",
     "render_session_history",
     "render_user_profile",
+    "request_hidden",
     "sanitize_title",
     "select_memories",
     "tier_body",

@@ -371,6 +371,19 @@ def read_range(conn: sqlite3.Connection, session_pk: int, start_ordinal: int, en
         raise classify(exc) from exc
 
 
+def first_of_role(conn: sqlite3.Connection, session_pk: int, role: str, through: int, limit: int,
+                  ) -> list[StoredMessage]:
+    """The first `limit` live messages of `role` at or below ordinal `through`, in ordinal order, decoded."""
+    try:
+        cursor = conn.execute(f"SELECT ordinal, message_id, role, body, content_hash, created_at, tokens {_LIVE}"
+                              " AND role = ? AND ordinal <= ? ORDER BY ordinal LIMIT ?",
+                              (session_pk, role, through, limit))
+        cursor.row_factory = None
+        return [StoredMessage(r[0], r[1], r[2], _loads(zlib.decompress(r[3])), r[4], r[5], r[6]) for r in cursor]
+    except sqlite3.Error as exc:
+        raise classify(exc) from exc
+
+
 def live_index(conn: sqlite3.Connection, session_pk: int) -> Live:
     """(ordinal, message_id, content_hash, tokens) of every live row, in ordinal order (no bodies)."""
     try:
@@ -416,6 +429,7 @@ __all__ = [
     "count",
     "divergences",
     "ensure_session",
+    "first_of_role",
     "first_ordinal",
     "last_ordinal",
     "live_index",

@@ -1,11 +1,11 @@
 """m[0] / m[1]: the two synthetic user messages at the head of the conversation.
 
-m[0] is the frozen baseline (project docs, user profile, decayed `<session-history>`, project
-memory); m[1] the volatile delta since m[0] was materialized (memory updates, new compartments at
-P1, new memories) or a fixed placeholder. Both report the memory ids they show; the pass stores them
-(`visible_memory_ids`) so search can hide what the agent already sees. A defer pass replays both
-from stored text; a SOFT (busting) pass re-renders m[1] only; a HARD fold re-renders m[0] and
-resets m[1].
+m[0] is the frozen baseline (project docs, user profile, decayed `<session-history>` — opening with the
+session's first request once its compartment has decayed past P2 — project memory); m[1] the volatile
+delta since m[0] was materialized (memory updates, new compartments at P1, new memories) or a fixed
+placeholder. Both report the memory ids they show; the pass stores them (`visible_memory_ids`) so search
+can hide what the agent already sees. A defer pass replays both from stored text; a SOFT (busting) pass
+re-renders m[1] only; a HARD fold re-renders m[0] and resets m[1].
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ class HeadContext:
     include_docs: bool
     estimate: Callable[[str], int]  # the history renderer's estimate (`history.render.estimate_tokens`)
     now_ms: int = 0  # the pass's time: m[0]'s materialization time when it is rendered
+    harness: str = ""  # the session's wire format, to decode its first request ("": no quote)
 
 
 def _docs(project_dir: str) -> str:
@@ -67,6 +68,18 @@ def _compartments(conn: sqlite3.Connection, session_pk: int, after_sequence: int
     return compartment_store.for_head(conn, session_pk, after_sequence)
 
 
+def _first_request(conn: sqlite3.Connection, ctx: HeadContext, compartments: list[sqlite3.Row],
+                   ) -> Callable[[], Any] | None:
+    """What reads the session's first request from the raw store, for the renderer to call only when the
+    history could hide it (None without folded history or a known wire format)."""
+    if not compartments or not ctx.harness:
+        return None
+    from magic_context.history import first_request
+
+    through = max(int(c["end_ordinal"]) for c in compartments)
+    return lambda: first_request.read(conn, ctx.session_pk, ctx.harness, through)
+
+
 def render_m0(conn: sqlite3.Connection, ctx: HeadContext) -> tuple[str, dict[str, Any]]:
     """The baseline text and the watermarks it covers (compartment sequence, memory id, mutation cursor,
     and `memory_ids`: the memories it shows)."""
@@ -78,7 +91,8 @@ def render_m0(conn: sqlite3.Connection, ctx: HeadContext) -> tuple[str, dict[str
     compartments = _compartments(conn, ctx.session_pk) if ctx.include_history else []
     if ctx.include_history:
         sections.append(render.render_session_history(compartments, ctx.history_budget, ctx.temporal,
-                                                      estimate=ctx.estimate))
+                                                      estimate=ctx.estimate,
+                                                      first_request=_first_request(conn, ctx, compartments)))
     watermarks: dict[str, Any] = {"max_sequence": max((int(c["sequence"]) for c in compartments), default=-1),
                                   "max_memory_id": 0}
     if ctx.include_memory:
