@@ -406,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     sweep = REPO / "bench" / "sweep.md"
     if sweep.is_file():  # written by bench/sweep.py: the sweep the defaults were chosen on
         lines += [sweep.read_text(encoding="utf-8").rstrip(), ""]
+    floor = REPO / "bench" / "cost_floor.md"
+    if floor.is_file():  # from bench/cost_floor.py: how low any manager could go on each row
+        lines += [floor.read_text(encoding="utf-8").rstrip(), ""]
     args.out.write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {args.out} in {elapsed:.0f} s", file=sys.stderr)
     return 0
