@@ -379,3 +379,15 @@ def test_historian_is_asked_with_the_pass_figures_and_starts_inline_or_detached(
                                                "timeout_ms": 1234})]
     launched[0] = False
     assert word() == "idle"  # not started (another process took the lease first)
+
+
+def test_a_repaired_pairing_is_one_warning_naming_the_first_three_repairs_and_how_many_more() -> None:
+    """`_repair_pairing`: five orphan results go (their messages with them); the warning names three."""
+    orphans = [m.Message(f"u{i}", m.USER, [m.Block(m.TOOL_RESULT, text="o", tool_id=f"x{i}")]) for i in range(5)]
+    messages = [m.Message("u", m.USER, [m.Block(m.TEXT, text="hi")]), *orphans]
+    warnings: list[str] = []
+    kept, sizes = pipeline._repair_pairing(messages, [5, 1, 2, 3, 4, 6], m.ANTHROPIC, warnings)
+    assert [x.id for x in kept] == ["u"] and sizes == [5]
+    assert warnings == ["repaired the input's tool pairing: removed the orphan tool result x0 (no call before it); "
+                        "removed the orphan tool result x1 (no call before it); removed the orphan tool result x2 "
+                        "(no call before it) (+2 more)"]

@@ -131,6 +131,13 @@ def test_guidance_goes_into_each_harness_system_slot_and_the_head_after_leading_
                                     {"type": "text", "text": "Q"}]}, "claude")
     texts = [b["text"] for b in claude["system"]]
     assert texts[0] == billing and texts[1].startswith("P" + GUIDANCE) and texts[2] == "Q" and len(texts) == 3
+    four = first_pass({"model": "claude-x", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],
+                       "system": [{"type": "text", "text": t} for t in (billing, "P", "Q", "R")]}, "claude4")
+    assert [b["text"][:1] for b in four["system"]] == ["x", "P", "Q", "R"]  # each entry keeps its own text
+    dev2 = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Dev2"}]}
+    dev3 = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Dev3"}]}
+    codex3 = first_pass({"model": "gpt-5", "input": [dev, dev2, dev3, user]}, "codex3")
+    assert [item["content"][0]["text"][:4] for item in codex3["input"][:3]] == ["Dev\n", "Dev2", "Dev3"]
     plain = first_pass({"model": "claude-x", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
                        "plain")
     assert "system" not in plain
@@ -863,7 +870,9 @@ def test_a_subagent_pass_on_a_folded_session_is_served_its_whole_history() -> No
     _publish("passes", 2)
     folded, _, _ = serve(envelope(history, NOW + 1000, system="Be long."))
     assert folded["messages"][2]["content"] == "§4§ Fixed it."
+    head_sizes = {k: _stored("passes")[0][k] for k in ("m0_tokens", "m1_tokens")}
     sub, rep, _ = serve(dict(envelope(history, NOW + 1500, system="Be long."), agent="subagent"))
+    assert {k: _stored("passes")[0][k] for k in ("m0_tokens", "m1_tokens")} == head_sizes  # no head of its own
     assert [m["content"] for m in sub["messages"][:2]] == ["§1§ fix the bug", [
         {"type": "text", "text": "§2§ Reading."}, A1["content"][1]]]
     assert (rep["tags"], rep["tokens_before"]) == (5, 55)
@@ -1216,3 +1225,37 @@ def test_the_nudge_is_quiet_on_a_pass_that_lands_ctx_reduce_drops_and_absent_wit
     user_file.parent.mkdir(parents=True, exist_ok=True)
     user_file.write_text("auto_drop_tool_age = 30\n")
     assert nudged(_at(NOW, 1000, 200_000, "aged", messages)) == (2, True)
+
+
+def test_a_subagent_first_leaves_no_watermark_and_a_pass_stores_the_pristine_text_of_its_new_tags() -> None:
+    """`_persist`: a session whose first pass is a subagent's stores the "no fold" watermark (-1), so the
+    primary pass after it serves every message; each new tag's text before its prefix is kept (ctx_expand)."""
+    from magic_context.store import db, sessions
+    from magic_context.store import tags as tag_rows
+
+    history = [U1, A1, R1, A2, U2]
+    serve(dict(envelope(history, NOW), session_id="sub-first", agent="subagent"))
+    state, _, _ = _stored("sub-first")
+    assert state["fold_through"] == (-1, NOW) and "skim_hint" not in state
+    out, _, _ = serve(dict(envelope(history, NOW + 1000), session_id="sub-first"))
+    assert [m["content"] for m in out["messages"][2:4]] == ["§1§ fix the bug", [
+        {"type": "text", "text": "§2§ Reading."}, A1["content"][1]]]
+    conn = db.open_db()
+    try:
+        pk = sessions.lookup_session(conn, "anthropic", "sub-first")[0]
+        assert [tag_rows.source(conn, pk, n) for n in range(1, 6)] == [
+            "fix the bug", "Reading.", "x = 1", "Fixed it.", "thanks"]
+    finally:
+        conn.close()
+
+
+def test_a_pass_reports_its_time_in_milliseconds_to_two_decimals(monkeypatch) -> None:
+    """`_report`'s "ms": the pass's wall time, from its start to the report, in milliseconds rounded to 2."""
+    from types import SimpleNamespace
+
+    from magic_context.transform import pipeline
+
+    clock = iter([10.0, 10.2345678])
+    monkeypatch.setattr(pipeline, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    served = hook.serve_pass(json.dumps(dict(envelope([U1], NOW), session_id="timed-pass")).encode(), {})
+    assert served.report["ms"] == 234.57
