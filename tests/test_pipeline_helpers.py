@@ -315,6 +315,8 @@ def test_protected_count_is_the_configs_else_the_harness_default_and_a_project_f
     project_file = tmp_path / ".magic-context.toml"
     project_file.write_text("protected_tags = 30\n")
     assert (count(m.ANTHROPIC), count(m.OPENAI)) == (30, 30)  # the untrusted project file may raise it (only)
+    project_file.write_text("protected_tags = 3\n")
+    assert (count(m.ANTHROPIC), count(m.OPENAI)) == (20, 5)  # and never lower it
     user_file = Path(paths.user_config_file())
     user_file.parent.mkdir(parents=True, exist_ok=True)
     user_file.write_text("protected_tags = 3\n")
