@@ -908,8 +908,11 @@ def test_old_reasoning_is_stripped_on_a_busting_pass_and_its_size_is_kept_with_t
     again, rep, _ = serve(dict(envelope([U1, think, *turns, U2], NOW + 1000), session_id="think"))
     assert (rep["pass"], rep["tokens_before"], rep["tokens_after"]) == ("defer", 251, 330)
     assert again["messages"] == out["messages"]  # a defer pass replays the stored strip
+    user_file.write_text("clear_reasoning_age = 1000\n")  # a busting pass never undoes a strip
+    kept, rep, _ = serve(dict(envelope([U1, think, *turns, U2], NOW + 1500, model="claude-opus-5"), session_id="think"))
+    assert rep["pass"] == "fold" and kept["messages"][3]["content"] == [{"type": "text", "text": "§2§ Done."}]
     user_file.write_text("clear_reasoning_age = 1\n[compaction]\nenabled = false\n")
-    whole, _, _ = serve(dict(envelope([U1, think, *turns, U2], NOW + 2000), session_id="think"))
+    whole, _, _ = serve(dict(envelope([U1, think, *turns, U2], NOW + 2000, model="claude-opus-5"), session_id="think"))
     assert whole["messages"][3]["content"] == think["content"]  # compaction off: served as sent
 
 
@@ -1176,6 +1179,14 @@ def test_a_busting_pass_reclaims_from_the_threshold_on_down_to_a_fifth_of_it(mon
     assert reclaimed(39_984) == (39_999, 0, 69_034)
     assert reclaimed(39_985) == (40_000, 19, 36_531)  # 19 drops reclaim 32 294: 7 706 left
     assert reclaimed(40_279) == (40_294, 19, 36_531)  # 19 drops leave 8 000: the target, no 20th
+    from pathlib import Path
+
+    from magic_context import paths
+
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("auto_drop_tool_age = 40\n")  # the age lane drops OUT0 first: the reclaim needs less
+    assert reclaimed(39_986) == (40_001, 19, 36_531)  # OUT0 by age, then 18 reclaimed: the same 19
 
 
 def test_a_block_band_pass_reclaims_protected_outputs_and_is_an_emergency_only_if_still_in_the_band(
