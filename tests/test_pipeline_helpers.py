@@ -393,3 +393,19 @@ def test_a_repaired_pairing_is_one_warning_naming_the_first_three_repairs_and_ho
     assert warnings == ["repaired the input's tool pairing: removed the orphan tool result x0 (no call before it); "
                         "removed the orphan tool result x1 (no call before it); removed the orphan tool result x2 "
                         "(no call before it) (+2 more)"]
+    for count, more in ((3, ""), (4, " (+1 more)")):
+        fresh = [m.Message(f"u{i}", m.USER, [m.Block(m.TOOL_RESULT, text="o", tool_id=f"x{i}")]) for i in range(count)]
+        warnings = []
+        pipeline._repair_pairing([m.Message("u", m.USER, [m.Block(m.TEXT, text="hi")]), *fresh], [5, *range(count)],
+                                 m.ANTHROPIC, warnings)
+        assert warnings[0].endswith("x2 (no call before it)" + more)
+
+
+def test_a_result_the_repair_adds_for_an_unanswered_call_is_sized_as_a_synthetic_result() -> None:
+    """`_repair_pairing` answers an unanswered call as the harness does; the added result costs 16 tokens."""
+    messages = [m.Message("u", m.USER, [m.Block(m.TEXT, text="go")]), m.Message("a", m.ASSISTANT, [call("c1")]),
+                m.Message("a2", m.ASSISTANT, [m.Block(m.TEXT, text="next")])]
+    warnings: list[str] = []
+    kept, sizes = pipeline._repair_pairing(messages, [5, 7, 9], m.ANTHROPIC, warnings)
+    assert [[b.kind for b in x.blocks] for x in kept] == [[m.TEXT], [m.TOOL_CALL], [m.TOOL_RESULT], [m.TEXT]]
+    assert sizes == [5, 7, pipeline.SYNTHETIC_RESULT_TOKENS, 9] == [5, 7, 16, 9] and len(warnings) == 1
