@@ -534,6 +534,9 @@ def test_the_head_keeps_its_first_time_after_the_messages_it_took_it_from_are_fo
     out, rep, _ = serve(dict(document, now=NOW + 1000, model={"provider": "anthropic", "id": "claude-opus-5"}))
     assert rep["reason"] == "model changed" and len(out["messages"]) == 3  # the head and "thanks"
     assert [m["timestamp"] for m in out["messages"]] == [t0, t0, t0 + 2000]
+    serve(dict(document, now=NOW + 1500, agent="subagent"))  # no head of its own: it leaves the stored time
+    out, rep, _ = serve(dict(document, now=NOW + 2000, model={"provider": "anthropic", "id": "claude-opus-5"}))
+    assert rep["pass"] == "defer" and [m["timestamp"] for m in out["messages"]] == [t0, t0, t0 + 2000]
 
 
 def _stored(session: str) -> tuple[dict, tuple, list]:
