@@ -842,7 +842,8 @@ def test_the_providers_usage_counts_a_previewed_paste_after_it_at_its_previews_s
 
 
 def test_the_head_shows_the_projects_memories_unless_memory_is_turned_off() -> None:
-    """`_head`: m[0] carries the project's memories; the user's `memory.enabled = false` leaves them out."""
+    """`_head`: m[0] carries the project's memories valid at the pass's time; the user's `memory.enabled = false`
+    leaves them out."""
     from pathlib import Path
 
     from magic_context import paths, project
@@ -853,6 +854,9 @@ def test_the_head_shows_the_projects_memories_unless_memory_is_turned_off() -> N
     try:
         with db.atomic(conn):
             engine.add(conn, project.identity("/tmp"), "tests run on real SQLite", "PROJECT_RULES", now_ms=NOW - 1)
+            engine.add(conn, project.identity("/tmp"), "the old build is used", "PROJECT_RULES", now_ms=NOW - 1)
+            conn.execute("UPDATE memories SET expires_at = ? WHERE id = 1", (NOW + 1,))  # still valid at the pass
+            conn.execute("UPDATE memories SET expires_at = ? WHERE id = 2", (NOW,))  # expired at the pass's time
     finally:
         conn.close()
     out, _, _ = serve(dict(envelope([U1], NOW), session_id="remembers"))
