@@ -1277,3 +1277,34 @@ def test_a_pass_reports_its_time_in_milliseconds_to_two_decimals(monkeypatch) ->
     monkeypatch.setattr(pipeline, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
     served = hook.serve_pass(json.dumps(dict(envelope([U1], NOW), session_id="timed-pass")).encode(), {})
     assert served.report["ms"] == 234.57
+
+
+def test_the_heads_history_is_dated_unless_temporal_awareness_is_off() -> None:
+    """`_head` passes the user's `temporal_awareness` to the render: a compartment with times shows its date."""
+    from pathlib import Path
+
+    from magic_context import paths
+    from magic_context.store import compartments, db, sessions
+
+    history = [U1, A1, R1, A2, U2]
+
+    def head(session: str) -> str:
+        serve(dict(envelope(history, NOW), session_id=session))
+        conn = db.open_db()
+        try:
+            with db.atomic(conn):
+                pk = sessions.lookup_session(conn, "anthropic", session)[0]
+                compartments.insert(conn, pk, sequence=1, start=0, end=2, start_message_id=None, end_message_id=None,
+                                    title="the bug", p1="read a.py, fixed it", p2="", p3="", p4="", content="read a.py",
+                                    importance=50, episode_type=None, start_time=NOW - 7_200_000,
+                                    end_time=NOW - 3_600_000, now_ms=NOW)
+        finally:
+            conn.close()
+        out, _, _ = serve(dict(envelope(history, NOW + 1000, system="Be long."), session_id=session))
+        return out["messages"][0]["content"][0]["text"]
+
+    assert head("dated") == "<session-history>\n## 0-2 · 2025-11-24 · the bug\nread a.py, fixed it\n</session-history>"
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("temporal_awareness = false\n")
+    assert head("undated") == "<session-history>\n## 0-2 · the bug\nread a.py, fixed it\n</session-history>"
