@@ -1308,3 +1308,23 @@ def test_the_heads_history_is_dated_unless_temporal_awareness_is_off() -> None:
     user_file.parent.mkdir(parents=True, exist_ok=True)
     user_file.write_text("temporal_awareness = false\n")
     assert head("undated") == "<session-history>\n## 0-2 · the bug\nread a.py, fixed it\n</session-history>"
+
+
+def test_the_head_carries_the_projects_docs_unless_the_user_turns_them_off(tmp_path) -> None:
+    """`_head`: m[0] opens with the project's ARCHITECTURE.md (`dreamer.inject_docs`, on by default)."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    (tmp_path / "ARCHITECTURE.md").write_text("# Layers\nengine, commands\n", encoding="utf-8")
+
+    def m0(session: str) -> str:
+        out, _, _ = serve(dict(envelope([U1], NOW), session_id=session, project_dir=str(tmp_path)))
+        return out["messages"][0]["content"][0]["text"]
+
+    assert m0("docs") == '<project-docs>\n<file name="ARCHITECTURE.md">\n# Layers\nengine, commands\n</file>\n' \
+        "</project-docs>\n\n<session-history></session-history>"
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("[dreamer]\ninject_docs = false\n")
+    assert m0("no-docs") == "<session-history></session-history>"
