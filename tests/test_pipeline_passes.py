@@ -1328,3 +1328,36 @@ def test_the_head_carries_the_projects_docs_unless_the_user_turns_them_off(tmp_p
     user_file.parent.mkdir(parents=True, exist_ok=True)
     user_file.write_text("[dreamer]\ninject_docs = false\n")
     assert m0("no-docs") == "<session-history></session-history>"
+
+
+def test_the_notes_nudge_counts_this_sessions_and_its_projects_notes_and_only_a_primary_pass_advances_it() -> None:
+    """`_apply` steps the deferred-notes nudge on a written primary pass only (a subagent's pass under the same
+    session leaves the trigger unseen), and counts the notes this session sees: its own and its project's ready
+    smart notes, never another session's."""
+    from magic_context import project
+    from magic_context.history import publish
+    from magic_context.memory import notes
+    from magic_context.store import db, sessions
+    from magic_context.store import notes as note_store
+
+    serve(dict(envelope([U1], NOW), session_id="other"))
+    serve(dict(envelope([U1], NOW), session_id="noted"))
+    conn = db.open_db()
+    try:
+        other, pk = (sessions.lookup_session(conn, "anthropic", s)[0] for s in ("other", "noted"))
+        pid = project.identity("/tmp")
+        notes.add(conn, "not this session's", project_id=pid, session_pk=other, now_ms=NOW)
+        ready = notes.add(conn, "ship it", project_id=pid, scope=notes.PROJECT, surface_condition="when CI is green",
+                          now_ms=NOW)
+        with db.atomic(conn):
+            note_store.update(conn, ready["id"], status=notes.READY)
+            publish.set_state(conn, pk, publish.NOTE_TRIGGER_KEY, NOW + 1, NOW + 1)  # a historian publish
+    finally:
+        conn.close()
+    serve(dict(envelope([U1], NOW + 1000), session_id="noted", agent="subagent"))
+    history = [U1, A2, U2]
+    out, _, _ = serve(dict(envelope(history, NOW + 2000), session_id="noted"))  # the trigger is first seen here
+    assert out["messages"][-1]["content"] == "§3§ thanks"
+    history += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "and now?"}]
+    out, _, _ = serve(dict(envelope(history, NOW + 3000), session_id="noted"))
+    assert out["messages"][-1]["content"] == "§5§ and now?" + notes.nudge_text(0, 1)
