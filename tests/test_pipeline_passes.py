@@ -1361,3 +1361,35 @@ def test_the_notes_nudge_counts_this_sessions_and_its_projects_notes_and_only_a_
     history += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "and now?"}]
     out, _, _ = serve(dict(envelope(history, NOW + 3000), session_id="noted"))
     assert out["messages"][-1]["content"] == "§5§ and now?" + notes.nudge_text(0, 1)
+
+
+def test_a_pass_that_only_clears_a_spent_queued_drop_is_quiet_and_the_nudge_cycle_restarts(monkeypatch) -> None:
+    """`_apply`: a queued ctx_reduce drop whose tag another lane already dropped is cleared without a new drop;
+    that pass still counts as the model's reduce (quiet: no nudge, the level resets), so the pass after it
+    nudges afresh."""
+    from pathlib import Path
+
+    from magic_context import paths
+    from magic_context.history import runner
+    from magic_context.store import db, pending, sessions
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("auto_drop_tool_age = 30\n")  # the age lane drops OUT0 and OUT1 (tags 2, 3)
+    messages = _spent(30)
+
+    def nudged(now: int, model: str = "claude-sonnet-4-5") -> tuple:
+        out, rep, _ = serve(dict(_at(now, 1000, 200_000, "cleared", messages),
+                                 model={"provider": "anthropic", "id": model}))
+        return rep["pass"], rep["pending_drops"], json.dumps(out["messages"][-1]).count("<system-reminder>")
+
+    assert nudged(NOW) == ("fold", 0, 1)
+    conn = db.open_db()
+    try:
+        pending.queue(conn, sessions.lookup_session(conn, "anthropic", "cleared")[0], [2], forced=False, now_ms=NOW)
+    finally:
+        conn.close()
+    assert nudged(NOW + 1000, "claude-opus-5") == ("fold", 0, 1)  # cleared: quiet (the first nudge replays)
+    assert _stored("cleared")[0]["nudge_state"][0] == {"level": None, "last_u": 33_400}
+    assert nudged(NOW + 2000, "claude-opus-5") == ("defer", 0, 2)  # the cycle restarted: a second nudge
