@@ -1393,3 +1393,15 @@ def test_a_pass_that_only_clears_a_spent_queued_drop_is_quiet_and_the_nudge_cycl
     assert nudged(NOW + 1000, "claude-opus-5") == ("fold", 0, 1)  # cleared: quiet (the first nudge replays)
     assert _stored("cleared")[0]["nudge_state"][0] == {"level": None, "last_u": 33_400}
     assert nudged(NOW + 2000, "claude-opus-5") == ("defer", 0, 2)  # the cycle restarted: a second nudge
+
+
+def test_a_subagent_pass_under_the_primarys_session_counts_no_head_in_its_size() -> None:
+    """`_measure`: a subagent is served no head, so its request's size leaves out the m[0]/m[1] the primary
+    stored under the same session id: the same as in a session of its own."""
+    history = [U1, A1, R1, A2, U2]
+    _, rep, _ = serve(envelope(history, NOW))
+    assert (rep["tokens_after"], rep["usage_tokens"]) == (100, 70)  # the primary: 30 of head
+    _, rep, _ = serve(dict(envelope(history, NOW + 500), session_id="alone", agent="subagent"))
+    assert (rep["tokens_before"], rep["tokens_after"], rep["usage_tokens"]) == (55, 70, 70)
+    _, rep, _ = serve(dict(envelope(history, NOW + 1000), agent="subagent"))
+    assert (rep["tokens_before"], rep["tokens_after"], rep["usage_tokens"]) == (55, 70, 70)
