@@ -1405,3 +1405,32 @@ def test_a_subagent_pass_under_the_primarys_session_counts_no_head_in_its_size()
     assert (rep["tokens_before"], rep["tokens_after"], rep["usage_tokens"]) == (55, 70, 70)
     _, rep, _ = serve(dict(envelope(history, NOW + 1000), agent="subagent"))
     assert (rep["tokens_before"], rep["tokens_after"], rep["usage_tokens"]) == (55, 70, 70)
+
+
+def test_an_emergency_that_compacting_would_cure_waits_for_the_running_historian() -> None:
+    """`_decide` hands exit 4's advice the pass's historian word: 400 short messages that no drop shrinks fill the
+    band, compacting them would cure it, and a historian run holds the lease, so the advice is to wait for it."""
+    from pathlib import Path
+
+    from magic_context import paths
+    from magic_context.errors import ContextEmergency
+    from magic_context.store import db, leases, sessions
+
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("history_budget_percentage = 0.05\n")  # the compartments' 1 000 tokens in m[0]
+    messages = [x for i in range(200) for x in ({"role": "user", "content": f"step {i}"},
+                                                {"role": "assistant", "content": f"done {i}"})]
+    messages.append({"role": "user", "content": "next"})
+    serve(_at(NOW, 1000, 20_000, "busy", messages))
+    conn = db.open_db()
+    try:
+        pk = sessions.lookup_session(conn, "anthropic", "busy")[0]
+        assert leases.acquire(conn, leases.historian_lease(pk), "run", NOW, 3_600_000, pid=os.getpid())
+    finally:
+        conn.close()
+    with pytest.raises(ContextEmergency) as caught:
+        hook.serve_pass(json.dumps(_at(NOW + 1000, 19_400, 20_000, "busy", messages)).encode(), {})
+    assert caught.value.message == "context at 97% of the 20000-token window and nothing could be folded"
+    assert caught.value.fix == ("the historian is compacting older history now: retry once `mc status --session "
+                                "busy` no longer shows it running")
