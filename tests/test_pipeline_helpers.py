@@ -315,6 +315,8 @@ def test_protected_count_is_the_configs_else_the_harness_default_and_a_project_f
     project_file = tmp_path / ".magic-context.toml"
     project_file.write_text("protected_tags = 30\n")
     assert (count(m.ANTHROPIC), count(m.OPENAI)) == (30, 30)  # the untrusted project file may raise it (only)
+    project_file.write_text("protected_tags = 3\n")
+    assert (count(m.ANTHROPIC), count(m.OPENAI)) == (20, 5)  # and never lower it
     user_file = Path(paths.user_config_file())
     user_file.parent.mkdir(parents=True, exist_ok=True)
     user_file.write_text("protected_tags = 3\n")
@@ -379,3 +381,31 @@ def test_historian_is_asked_with_the_pass_figures_and_starts_inline_or_detached(
                                                "timeout_ms": 1234})]
     launched[0] = False
     assert word() == "idle"  # not started (another process took the lease first)
+
+
+def test_a_repaired_pairing_is_one_warning_naming_the_first_three_repairs_and_how_many_more() -> None:
+    """`_repair_pairing`: five orphan results go (their messages with them); the warning names three."""
+    orphans = [m.Message(f"u{i}", m.USER, [m.Block(m.TOOL_RESULT, text="o", tool_id=f"x{i}")]) for i in range(5)]
+    messages = [m.Message("u", m.USER, [m.Block(m.TEXT, text="hi")]), *orphans]
+    warnings: list[str] = []
+    kept, sizes = pipeline._repair_pairing(messages, [5, 1, 2, 3, 4, 6], m.ANTHROPIC, warnings)
+    assert [x.id for x in kept] == ["u"] and sizes == [5]
+    assert warnings == ["repaired the input's tool pairing: removed the orphan tool result x0 (no call before it); "
+                        "removed the orphan tool result x1 (no call before it); removed the orphan tool result x2 "
+                        "(no call before it) (+2 more)"]
+    for count, more in ((3, ""), (4, " (+1 more)")):
+        fresh = [m.Message(f"u{i}", m.USER, [m.Block(m.TOOL_RESULT, text="o", tool_id=f"x{i}")]) for i in range(count)]
+        warnings = []
+        pipeline._repair_pairing([m.Message("u", m.USER, [m.Block(m.TEXT, text="hi")]), *fresh], [5, *range(count)],
+                                 m.ANTHROPIC, warnings)
+        assert warnings[0].endswith("x2 (no call before it)" + more)
+
+
+def test_a_result_the_repair_adds_for_an_unanswered_call_is_sized_as_a_synthetic_result() -> None:
+    """`_repair_pairing` answers an unanswered call as the harness does; the added result costs 16 tokens."""
+    messages = [m.Message("u", m.USER, [m.Block(m.TEXT, text="go")]), m.Message("a", m.ASSISTANT, [call("c1")]),
+                m.Message("a2", m.ASSISTANT, [m.Block(m.TEXT, text="next")])]
+    warnings: list[str] = []
+    kept, sizes = pipeline._repair_pairing(messages, [5, 7, 9], m.ANTHROPIC, warnings)
+    assert [[b.kind for b in x.blocks] for x in kept] == [[m.TEXT], [m.TOOL_CALL], [m.TOOL_RESULT], [m.TEXT]]
+    assert sizes == [5, 7, pipeline.SYNTHETIC_RESULT_TOKENS, 9] == [5, 7, 16, 9] and len(warnings) == 1

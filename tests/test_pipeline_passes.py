@@ -131,6 +131,13 @@ def test_guidance_goes_into_each_harness_system_slot_and_the_head_after_leading_
                                     {"type": "text", "text": "Q"}]}, "claude")
     texts = [b["text"] for b in claude["system"]]
     assert texts[0] == billing and texts[1].startswith("P" + GUIDANCE) and texts[2] == "Q" and len(texts) == 3
+    four = first_pass({"model": "claude-x", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],
+                       "system": [{"type": "text", "text": t} for t in (billing, "P", "Q", "R")]}, "claude4")
+    assert [b["text"][:1] for b in four["system"]] == ["x", "P", "Q", "R"]  # each entry keeps its own text
+    dev2 = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Dev2"}]}
+    dev3 = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Dev3"}]}
+    codex3 = first_pass({"model": "gpt-5", "input": [dev, dev2, dev3, user]}, "codex3")
+    assert [item["content"][0]["text"][:4] for item in codex3["input"][:3]] == ["Dev\n", "Dev2", "Dev3"]
     plain = first_pass({"model": "claude-x", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
                        "plain")
     assert "system" not in plain
@@ -527,6 +534,9 @@ def test_the_head_keeps_its_first_time_after_the_messages_it_took_it_from_are_fo
     out, rep, _ = serve(dict(document, now=NOW + 1000, model={"provider": "anthropic", "id": "claude-opus-5"}))
     assert rep["reason"] == "model changed" and len(out["messages"]) == 3  # the head and "thanks"
     assert [m["timestamp"] for m in out["messages"]] == [t0, t0, t0 + 2000]
+    serve(dict(document, now=NOW + 1500, agent="subagent"))  # no head of its own: it leaves the stored time
+    out, rep, _ = serve(dict(document, now=NOW + 2000, model={"provider": "anthropic", "id": "claude-opus-5"}))
+    assert rep["pass"] == "defer" and [m["timestamp"] for m in out["messages"]] == [t0, t0, t0 + 2000]
 
 
 def _stored(session: str) -> tuple[dict, tuple, list]:
@@ -832,7 +842,8 @@ def test_the_providers_usage_counts_a_previewed_paste_after_it_at_its_previews_s
 
 
 def test_the_head_shows_the_projects_memories_unless_memory_is_turned_off() -> None:
-    """`_head`: m[0] carries the project's memories; the user's `memory.enabled = false` leaves them out."""
+    """`_head`: m[0] carries the project's memories valid at the pass's time; the user's `memory.enabled = false`
+    leaves them out."""
     from pathlib import Path
 
     from magic_context import paths, project
@@ -843,6 +854,9 @@ def test_the_head_shows_the_projects_memories_unless_memory_is_turned_off() -> N
     try:
         with db.atomic(conn):
             engine.add(conn, project.identity("/tmp"), "tests run on real SQLite", "PROJECT_RULES", now_ms=NOW - 1)
+            engine.add(conn, project.identity("/tmp"), "the old build is used", "PROJECT_RULES", now_ms=NOW - 1)
+            conn.execute("UPDATE memories SET expires_at = ? WHERE id = 1", (NOW + 1,))  # still valid at the pass
+            conn.execute("UPDATE memories SET expires_at = ? WHERE id = 2", (NOW,))  # expired at the pass's time
     finally:
         conn.close()
     out, _, _ = serve(dict(envelope([U1], NOW), session_id="remembers"))
@@ -863,7 +877,9 @@ def test_a_subagent_pass_on_a_folded_session_is_served_its_whole_history() -> No
     _publish("passes", 2)
     folded, _, _ = serve(envelope(history, NOW + 1000, system="Be long."))
     assert folded["messages"][2]["content"] == "§4§ Fixed it."
+    head_sizes = {k: _stored("passes")[0][k] for k in ("m0_tokens", "m1_tokens")}
     sub, rep, _ = serve(dict(envelope(history, NOW + 1500, system="Be long."), agent="subagent"))
+    assert {k: _stored("passes")[0][k] for k in ("m0_tokens", "m1_tokens")} == head_sizes  # no head of its own
     assert [m["content"] for m in sub["messages"][:2]] == ["§1§ fix the bug", [
         {"type": "text", "text": "§2§ Reading."}, A1["content"][1]]]
     assert (rep["tags"], rep["tokens_before"]) == (5, 55)
@@ -899,8 +915,11 @@ def test_old_reasoning_is_stripped_on_a_busting_pass_and_its_size_is_kept_with_t
     again, rep, _ = serve(dict(envelope([U1, think, *turns, U2], NOW + 1000), session_id="think"))
     assert (rep["pass"], rep["tokens_before"], rep["tokens_after"]) == ("defer", 251, 330)
     assert again["messages"] == out["messages"]  # a defer pass replays the stored strip
+    user_file.write_text("clear_reasoning_age = 1000\n")  # a busting pass never undoes a strip
+    kept, rep, _ = serve(dict(envelope([U1, think, *turns, U2], NOW + 1500, model="claude-opus-5"), session_id="think"))
+    assert rep["pass"] == "fold" and kept["messages"][3]["content"] == [{"type": "text", "text": "§2§ Done."}]
     user_file.write_text("clear_reasoning_age = 1\n[compaction]\nenabled = false\n")
-    whole, _, _ = serve(dict(envelope([U1, think, *turns, U2], NOW + 2000), session_id="think"))
+    whole, _, _ = serve(dict(envelope([U1, think, *turns, U2], NOW + 2000, model="claude-opus-5"), session_id="think"))
     assert whole["messages"][3]["content"] == think["content"]  # compaction off: served as sent
 
 
@@ -1167,6 +1186,14 @@ def test_a_busting_pass_reclaims_from_the_threshold_on_down_to_a_fifth_of_it(mon
     assert reclaimed(39_984) == (39_999, 0, 69_034)
     assert reclaimed(39_985) == (40_000, 19, 36_531)  # 19 drops reclaim 32 294: 7 706 left
     assert reclaimed(40_279) == (40_294, 19, 36_531)  # 19 drops leave 8 000: the target, no 20th
+    from pathlib import Path
+
+    from magic_context import paths
+
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("auto_drop_tool_age = 40\n")  # the age lane drops OUT0 first: the reclaim needs less
+    assert reclaimed(39_986) == (40_001, 19, 36_531)  # OUT0 by age, then 18 reclaimed: the same 19
 
 
 def test_a_block_band_pass_reclaims_protected_outputs_and_is_an_emergency_only_if_still_in_the_band(
@@ -1216,3 +1243,194 @@ def test_the_nudge_is_quiet_on_a_pass_that_lands_ctx_reduce_drops_and_absent_wit
     user_file.parent.mkdir(parents=True, exist_ok=True)
     user_file.write_text("auto_drop_tool_age = 30\n")
     assert nudged(_at(NOW, 1000, 200_000, "aged", messages)) == (2, True)
+
+
+def test_a_subagent_first_leaves_no_watermark_and_a_pass_stores_the_pristine_text_of_its_new_tags() -> None:
+    """`_persist`: a session whose first pass is a subagent's stores the "no fold" watermark (-1), so the
+    primary pass after it serves every message; each new tag's text before its prefix is kept (ctx_expand)."""
+    from magic_context.store import db, sessions
+    from magic_context.store import tags as tag_rows
+
+    history = [U1, A1, R1, A2, U2]
+    serve(dict(envelope(history, NOW), session_id="sub-first", agent="subagent"))
+    state, _, _ = _stored("sub-first")
+    assert state["fold_through"] == (-1, NOW) and "skim_hint" not in state
+    out, _, _ = serve(dict(envelope(history, NOW + 1000), session_id="sub-first"))
+    assert [m["content"] for m in out["messages"][2:4]] == ["§1§ fix the bug", [
+        {"type": "text", "text": "§2§ Reading."}, A1["content"][1]]]
+    conn = db.open_db()
+    try:
+        pk = sessions.lookup_session(conn, "anthropic", "sub-first")[0]
+        assert [tag_rows.source(conn, pk, n) for n in range(1, 6)] == [
+            "fix the bug", "Reading.", "x = 1", "Fixed it.", "thanks"]
+    finally:
+        conn.close()
+
+
+def test_a_pass_reports_its_time_in_milliseconds_to_two_decimals(monkeypatch) -> None:
+    """`_report`'s "ms": the pass's wall time, from its start to the report, in milliseconds rounded to 2."""
+    from types import SimpleNamespace
+
+    from magic_context.transform import pipeline
+
+    clock = iter([10.0, 10.2345678])
+    monkeypatch.setattr(pipeline, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    served = hook.serve_pass(json.dumps(dict(envelope([U1], NOW), session_id="timed-pass")).encode(), {})
+    assert served.report["ms"] == 234.57
+
+
+def test_the_heads_history_is_dated_unless_temporal_awareness_is_off() -> None:
+    """`_head` passes the user's `temporal_awareness` to the render: a compartment with times shows its date."""
+    from pathlib import Path
+
+    from magic_context import paths
+    from magic_context.store import compartments, db, sessions
+
+    history = [U1, A1, R1, A2, U2]
+
+    def head(session: str) -> str:
+        serve(dict(envelope(history, NOW), session_id=session))
+        conn = db.open_db()
+        try:
+            with db.atomic(conn):
+                pk = sessions.lookup_session(conn, "anthropic", session)[0]
+                compartments.insert(conn, pk, sequence=1, start=0, end=2, start_message_id=None, end_message_id=None,
+                                    title="the bug", p1="read a.py, fixed it", p2="", p3="", p4="", content="read a.py",
+                                    importance=50, episode_type=None, start_time=NOW - 7_200_000,
+                                    end_time=NOW - 3_600_000, now_ms=NOW)
+        finally:
+            conn.close()
+        out, _, _ = serve(dict(envelope(history, NOW + 1000, system="Be long."), session_id=session))
+        return out["messages"][0]["content"][0]["text"]
+
+    assert head("dated") == "<session-history>\n## 0-2 · 2025-11-24 · the bug\nread a.py, fixed it\n</session-history>"
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("temporal_awareness = false\n")
+    assert head("undated") == "<session-history>\n## 0-2 · the bug\nread a.py, fixed it\n</session-history>"
+
+
+def test_the_head_carries_the_projects_docs_unless_the_user_turns_them_off(tmp_path) -> None:
+    """`_head`: m[0] opens with the project's ARCHITECTURE.md (`dreamer.inject_docs`, on by default)."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    (tmp_path / "ARCHITECTURE.md").write_text("# Layers\nengine, commands\n", encoding="utf-8")
+
+    def m0(session: str) -> str:
+        out, _, _ = serve(dict(envelope([U1], NOW), session_id=session, project_dir=str(tmp_path)))
+        return out["messages"][0]["content"][0]["text"]
+
+    assert m0("docs") == '<project-docs>\n<file name="ARCHITECTURE.md">\n# Layers\nengine, commands\n</file>\n' \
+        "</project-docs>\n\n<session-history></session-history>"
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("[dreamer]\ninject_docs = false\n")
+    assert m0("no-docs") == "<session-history></session-history>"
+
+
+def test_the_notes_nudge_counts_this_sessions_and_its_projects_notes_and_only_a_primary_pass_advances_it() -> None:
+    """`_apply` steps the deferred-notes nudge on a written primary pass only (a subagent's pass under the same
+    session leaves the trigger unseen), and counts the notes this session sees: its own and its project's ready
+    smart notes, never another session's."""
+    from magic_context import project
+    from magic_context.history import publish
+    from magic_context.memory import notes
+    from magic_context.store import db, sessions
+    from magic_context.store import notes as note_store
+
+    serve(dict(envelope([U1], NOW), session_id="other"))
+    serve(dict(envelope([U1], NOW), session_id="noted"))
+    conn = db.open_db()
+    try:
+        other, pk = (sessions.lookup_session(conn, "anthropic", s)[0] for s in ("other", "noted"))
+        pid = project.identity("/tmp")
+        notes.add(conn, "not this session's", project_id=pid, session_pk=other, now_ms=NOW)
+        ready = notes.add(conn, "ship it", project_id=pid, scope=notes.PROJECT, surface_condition="when CI is green",
+                          now_ms=NOW)
+        with db.atomic(conn):
+            note_store.update(conn, ready["id"], status=notes.READY)
+            publish.set_state(conn, pk, publish.NOTE_TRIGGER_KEY, NOW + 1, NOW + 1)  # a historian publish
+    finally:
+        conn.close()
+    serve(dict(envelope([U1], NOW + 1000), session_id="noted", agent="subagent"))
+    history = [U1, A2, U2]
+    out, _, _ = serve(dict(envelope(history, NOW + 2000), session_id="noted"))  # the trigger is first seen here
+    assert out["messages"][-1]["content"] == "§3§ thanks"
+    history += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "and now?"}]
+    out, _, _ = serve(dict(envelope(history, NOW + 3000), session_id="noted"))
+    assert out["messages"][-1]["content"] == "§5§ and now?" + notes.nudge_text(0, 1)
+
+
+def test_a_pass_that_only_clears_a_spent_queued_drop_is_quiet_and_the_nudge_cycle_restarts(monkeypatch) -> None:
+    """`_apply`: a queued ctx_reduce drop whose tag another lane already dropped is cleared without a new drop;
+    that pass still counts as the model's reduce (quiet: no nudge, the level resets), so the pass after it
+    nudges afresh."""
+    from pathlib import Path
+
+    from magic_context import paths
+    from magic_context.history import runner
+    from magic_context.store import db, pending, sessions
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("auto_drop_tool_age = 30\n")  # the age lane drops OUT0 and OUT1 (tags 2, 3)
+    messages = _spent(30)
+
+    def nudged(now: int, model: str = "claude-sonnet-4-5") -> tuple:
+        out, rep, _ = serve(dict(_at(now, 1000, 200_000, "cleared", messages),
+                                 model={"provider": "anthropic", "id": model}))
+        return rep["pass"], rep["pending_drops"], json.dumps(out["messages"][-1]).count("<system-reminder>")
+
+    assert nudged(NOW) == ("fold", 0, 1)
+    conn = db.open_db()
+    try:
+        pending.queue(conn, sessions.lookup_session(conn, "anthropic", "cleared")[0], [2], forced=False, now_ms=NOW)
+    finally:
+        conn.close()
+    assert nudged(NOW + 1000, "claude-opus-5") == ("fold", 0, 1)  # cleared: quiet (the first nudge replays)
+    assert _stored("cleared")[0]["nudge_state"][0] == {"level": None, "last_u": 33_400}
+    assert nudged(NOW + 2000, "claude-opus-5") == ("defer", 0, 2)  # the cycle restarted: a second nudge
+
+
+def test_a_subagent_pass_under_the_primarys_session_counts_no_head_in_its_size() -> None:
+    """`_measure`: a subagent is served no head, so its request's size leaves out the m[0]/m[1] the primary
+    stored under the same session id: the same as in a session of its own."""
+    history = [U1, A1, R1, A2, U2]
+    _, rep, _ = serve(envelope(history, NOW))
+    assert (rep["tokens_after"], rep["usage_tokens"]) == (100, 70)  # the primary: 30 of head
+    _, rep, _ = serve(dict(envelope(history, NOW + 500), session_id="alone", agent="subagent"))
+    assert (rep["tokens_before"], rep["tokens_after"], rep["usage_tokens"]) == (55, 70, 70)
+    _, rep, _ = serve(dict(envelope(history, NOW + 1000), agent="subagent"))
+    assert (rep["tokens_before"], rep["tokens_after"], rep["usage_tokens"]) == (55, 70, 70)
+
+
+def test_an_emergency_that_compacting_would_cure_waits_for_the_running_historian() -> None:
+    """`_decide` hands exit 4's advice the pass's historian word: 400 short messages that no drop shrinks fill the
+    band, compacting them would cure it, and a historian run holds the lease, so the advice is to wait for it."""
+    from pathlib import Path
+
+    from magic_context import paths
+    from magic_context.errors import ContextEmergency
+    from magic_context.store import db, leases, sessions
+
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("history_budget_percentage = 0.05\n")  # the compartments' 1 000 tokens in m[0]
+    messages = [x for i in range(200) for x in ({"role": "user", "content": f"step {i}"},
+                                                {"role": "assistant", "content": f"done {i}"})]
+    messages.append({"role": "user", "content": "next"})
+    serve(_at(NOW, 1000, 20_000, "busy", messages))
+    conn = db.open_db()
+    try:
+        pk = sessions.lookup_session(conn, "anthropic", "busy")[0]
+        assert leases.acquire(conn, leases.historian_lease(pk), "run", NOW, 3_600_000, pid=os.getpid())
+    finally:
+        conn.close()
+    with pytest.raises(ContextEmergency) as caught:
+        hook.serve_pass(json.dumps(_at(NOW + 1000, 19_400, 20_000, "busy", messages)).encode(), {})
+    assert caught.value.message == "context at 97% of the 20000-token window and nothing could be folded"
+    assert caught.value.fix == ("the historian is compacting older history now: retry once `mc status --session "
+                                "busy` no longer shows it running")

@@ -376,7 +376,9 @@ def _measure(p: Pass, view: View) -> Measure:
     threshold = scheduler.threshold_percent(float(percent), token_threshold, limit.tokens)
     ttl = duration_ms(str(hot.for_model("cache_ttl", model_key)))
 
-    head_tokens = int(state.get("m0_tokens", 0)) + int(state.get("m1_tokens", 0))
+    # A subagent is served no head (as `_schedule` decides), though its session may hold the primary's.
+    with_head = (p.compaction and p.primary) or not p.compaction
+    head_tokens = int(state.get("m0_tokens", 0)) + int(state.get("m1_tokens", 0)) if with_head else 0
     anchors = list(state.get("nudges") or [])
     nudge_tokens = sum(_estimate(a.get("text", "")) for a in anchors)  # ctx_reduce and notes nudges
     sizes = Sizes(reduce_ok, head_tokens, system_tokens, nudge_tokens)
