@@ -3,6 +3,10 @@ the oversize leading arc under the head cap, and keep-N for wrapup."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis_budget import examples
+
 from magic_context.history import boundary as bd
 
 
@@ -117,3 +121,33 @@ def test_protected_tail_tokens() -> None:
 
 def test_unsafe_cuts() -> None:
     assert bd.unsafe_cuts([(2, 5), (7, None)]) == frozenset({2, 3, 4})
+
+
+# --- invariants over random tails ------------------------------------------------------------------------------
+
+
+@st.composite
+def tails(draw: st.DrawFn) -> tuple[int, list[bd.TailItem], list[bd.Span]]:
+    """A tail from `start`: random sizes and prompts, and tool arcs (completed, chained, or open) inside it."""
+    start = draw(st.integers(0, 5))
+    n = draw(st.integers(8, 40))
+    sizes = draw(st.lists(st.integers(1, 800), min_size=n, max_size=n))
+    prompts = draw(st.sets(st.integers(start, start + n - 1), min_size=1, max_size=12))
+    arcs: list[bd.Span] = []
+    for _ in range(draw(st.integers(1, 8))):
+        call = draw(st.integers(start, start + n - 2))
+        result = draw(st.integers(call + 1, min(call + 6, start + n - 1)))
+        arcs.append((call, None if draw(st.integers(0, 4)) == 0 else result))  # one in five never answered
+    return start, [bd.TailItem(start + i, s, start + i in prompts) for i, s in enumerate(sizes)], arcs
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(tails(), st.integers(0, 4_000), st.booleans())
+def test_no_cut_ever_splits_a_tool_arc_or_folds_the_newest(case: tuple[int, list[bd.TailItem], list[bd.Span]],
+                                                            protect: int, floor: bool) -> None:
+    start, tail, arcs = case
+    b = bd.protected_tail_boundary(tail, arcs, start=start, protect_tokens=protect, live_prompt_floor=floor)
+    newest = tail[-1].ordinal
+    assert start - 1 <= b.end < newest
+    assert b.empty or b.end not in bd.unsafe_cuts(arcs)
+    assert b.eligible_tokens == sum(i.tokens for i in tail if i.ordinal <= b.end)

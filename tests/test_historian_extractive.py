@@ -167,3 +167,41 @@ def test_golden_extractive_compartments() -> None:
     conn.close()
     assert text == GOLDEN_EXTRACTIVE.read_text(encoding="utf-8"), \
         "extractive output changed: run `python tests/golden/make_extractive_golden.py` and review the diff"
+
+
+def test_finding_drops_the_next_step_announced_at_the_end() -> None:
+    finding = wording.finding
+    assert finding("It's not exported as a type. Let me fix by using the inline type:") == \
+        "It's not exported as a type."
+    assert finding("The fix works: the config loads once. Now let me run the full suite.") == \
+        "The fix works: the config loads once."
+    assert finding("All 12 tests pass. Next, I'll update the docs. Then let me commit:") == "All 12 tests pass."
+    assert finding("I found it. The key is stale when the parent is saved later.") == \
+        "I found it. The key is stale when the parent is saved later."  # nothing announced: unchanged
+    assert finding("Let me look at the file.") == ""  # it only announces
+    assert finding("Great, I will do that. The cache uses the name.") == \
+        "Great, I will do that. The cache uses the name."  # only a trailing announcement goes
+
+
+def theme_fix() -> PiBuilder:
+    b = PiBuilder().user("why does the build fail on the theme types?")
+    b.call("read", {"path": "/work/syn/src/theme.ts"}, "type ThemeBg = ...", text="Let me look at the theme module.")
+    b.call("bash", {"command": "cd /work/syn && npx tsc --noEmit"},
+           "error TS2305: Module has no exported member 'ThemeBg'", error=True,
+           text="It's not exported as a type. Let me fix by using the inline type:")
+    b.call("edit", {"path": "src/theme.ts", "oldText": "ThemeBg", "newText": "string"}, "Successfully replaced text")
+    return b.say("Now let me run the type check again:")
+
+
+def test_closing_words_keep_the_finding_before_an_announced_next_step() -> None:
+    # the last two texts announce a next step; before, the whole of each was skipped and the closing words were
+    # the first lead-in ("Let me look at the theme module."); now the finding before the announcement is kept
+    digests, spans = decoded(theme_fix())
+    c = chunk.build_chunk(digests, spans, start=0, end=len(digests) - 1, budget=50_000)
+    comp = validate_historian_output(extractive.extractive_output(c), 0, 7, tool_only=c.tool_only, tool_arcs=c.arcs,
+                                     emergency=True).compartments[0]
+    assert comp.p1 == ('[0-7] U: "why does the build fail on the theme types?" → Edited src/theme.ts; ran '
+                       "`npx tsc --noEmit` ✗ error TS2305: Module has no exported member 'ThemeBg' → "
+                       'A: "It\'s not exported as a type."')
+    assert comp.p2 == ('U: "why does the build fail on the theme types?". Edited src/theme.ts. '
+                       "Outcome: It's not exported as a type.")

@@ -100,6 +100,19 @@ def test_fold_drops_covered_messages_and_results_whose_call_went() -> None:
     assert pipeline._fold(same, [1, 2], 0) == (same, [1, 2])  # nothing covered: the same lists
 
 
+def test_fold_drops_the_results_of_folded_calls_as_the_arcs_pair_them() -> None:
+    """A result answers the nearest call before it: a kept call of the same id after it does not keep it; one in
+    its own message does (OpenCode holds both). A result with no call goes too (its call may be skimmed)."""
+    messages = [msg(m.USER, 0, text()), msg(m.ASSISTANT, 1, call("a")), msg(m.USER, 2, result("a"), text("r")),
+                msg(m.ASSISTANT, 3, call("a")), msg(m.USER, 4, result("a"), result("z")),
+                msg(m.ASSISTANT, 5, result("b"), call("b"), call("c"), result("c"))]
+    kept, sizes = pipeline._fold(messages, [10, 11, 12, 13, 14, 15], 1)
+    assert [x.ordinal for x in kept] == [2, 3, 4, 5] and sizes == [12, 13, 14, 15]
+    assert [[(b.kind, b.tool_id) for b in x.blocks] for x in kept] == [
+        [(m.TEXT, None)], [(m.TOOL_CALL, "a")], [(m.TOOL_RESULT, "a")],
+        [(m.TOOL_RESULT, "b"), (m.TOOL_CALL, "b"), (m.TOOL_CALL, "c"), (m.TOOL_RESULT, "c")]]
+
+
 def site(number: int, kind: str, tokens_: int, *, new: bool = True, role: str = m.USER, results: bool = False,
          dropped: bool = False) -> tagger.Site:
     tag = tag_store.Tag(number, f"p{number}", kind, f"m{number}", tokens=tokens_, new=new, role=role,

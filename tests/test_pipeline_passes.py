@@ -105,6 +105,15 @@ def test_guidance_goes_into_each_harness_system_slot_and_the_head_after_leading_
     assert chat["messages"][0]["content"].startswith("Sys A" + GUIDANCE)
     assert chat["messages"][1]["content"].startswith("<session-history>")  # the head follows the lead system
     assert chat["messages"][3:] == [{"role": "user", "content": "§1§ hi"}, {"role": "system", "content": "Sys B"}]
+    leads = first_pass({"model": "gpt-4o", "messages": [
+        {"role": "system", "content": "Sys A"}, {"role": "system", "content": "Sys A2"},
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+        {"role": "system", "content": "Sys B"}]}, "leads")  # the head goes after both leading system messages
+    assert [m["content"][:18] for m in leads["messages"]] == [
+        "Sys A" + GUIDANCE[:13], "Sys A2", "<session-history><", "<session-history-s", "§1§ hi", "§2§ hello", "Sys B"]
+    only = first_pass({"model": "gpt-4o", "messages": [{"role": "system", "content": "Sys A"}]}, "only-system")
+    assert [m["content"][:18] for m in only["messages"]] == [
+        "Sys A" + GUIDANCE[:13], "<session-history><", "<session-history-s"]
     bare = first_pass({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}, "bare")
     assert bare["messages"][0]["content"].startswith("<session-history>") and "system" not in bare
     assert not any(GUIDANCE in json.dumps(m) for m in bare["messages"])  # no system message: none added
@@ -346,9 +355,68 @@ def test_published_history_folds_on_the_next_busting_pass_and_stays_folded() -> 
     user_file.write_text("[compaction]\nenabled = false\n")  # turned off: the stored fold no longer applies
     out, rep, _ = serve(envelope(newer, NOW + 5000, system="Be long.", model="claude-opus-5"))
     assert [m["content"] for m in out["messages"][2:4]] == ["fix the bug", A1["content"]]
+    assert out["system"] == "Be long."  # no guidance either
     user_file.write_text("")  # on again: the off passes kept the watermark, so the fold (and its bytes) come back
     out, rep, _ = serve(envelope(newer, NOW + 6000, system="Be long.", model="claude-opus-5"))
     assert out["messages"] == folded["messages"]
+
+
+def test_a_refolding_pass_serves_echoed_tags_as_the_defer_pass_after_it_does() -> None:
+    """`_refold` tags the already-tagged messages again, so tagging must give the same on stripped text: echoes
+    split by a newline (`§4§` then `§9§ ` on the next line) go in one strip, and a part that was only an echo
+    keeps its tag (its prefix keeps the block non-empty). Else the refolding pass serves other bytes than the
+    defer pass after it (a cache bust on every refold) and an empty text block."""
+    echo = {"role": "assistant", "content": [{"type": "text", "text": "§4§\n§9§ Fixed it."},
+                                             {"type": "text", "text": "§9§ "}]}
+    history = [U1, A1, R1, echo, U2]
+    serve(envelope(history, NOW))
+    _publish("passes", 2)
+    folded, rep, _ = serve(envelope(history, NOW + 1000, system="Be long."))
+    assert (rep["pass"], rep["tags"]) == ("fold", 3)
+    assert [m["content"] for m in folded["messages"][2:]] == [
+        [{"type": "text", "text": "§4§ Fixed it."}, {"type": "text", "text": "§5§ "}], "§6§ thanks"]
+    again, rep, _ = serve(envelope(history, NOW + 2000, system="Be long."))
+    assert (rep["pass"], rep["tags"]) == ("defer", 3) and again["messages"] == folded["messages"]
+
+
+def test_a_fold_inside_an_arc_drops_its_result_even_when_a_later_call_reuses_the_tool_id() -> None:
+    """`_fold`/`_refold`: a compartment that ends between a call and its result folds the call, and the result
+    goes with it even if a later call reuses the tool id (that call answers only results after it). Kept, it
+    was served as an orphan tool_result (a request the provider refuses) under a tag never stored."""
+    again_call = {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": "read",
+                                                    "input": {"path": "b.py"}}]}
+    again_out = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "y = 2"}]}
+    history = [U1, A1, R1, A2, U2, again_call, again_out]
+    serve(envelope(history, NOW))
+    _publish("passes", 1)  # U1 and the call of tu1, not its result
+    folded, rep, _ = serve(envelope(history, NOW + 1000, system="Be long."))
+    assert rep == report("fold", "system prompt changed", before=46, after=133, tags=3, usage=134)
+    assert folded["messages"][2:] == [{"role": "assistant", "content": "§4§ Fixed it."},
+                                      {"role": "user", "content": "§5§ thanks"}, again_call,
+                                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1",
+                                                                    "content": "§6§ y = 2"}]}]
+    again, rep, _ = serve(envelope(history, NOW + 2000, system="Be long."))
+    assert rep == report("defer", "defer: within threshold, cache warm", before=46, after=133, tags=3, usage=133)
+    assert again["messages"] == folded["messages"]
+
+
+def test_with_compaction_off_a_re_rendered_head_holds_the_memories_and_no_history() -> None:
+    """`_head`: the session history goes into m[0] only for a primary pass with compaction on; turned off, a
+    pass that renders the head (here the system prompt changed) shows the project's memories alone."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    history = [U1, A1, R1, A2, U2]
+    serve(dict(envelope(history, NOW), session_id="off-head"))
+    _publish("off-head", 2)
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("[compaction]\nenabled = false\n")
+    out, rep, _ = serve(dict(envelope(history, NOW + 1000, system="Be long."), session_id="off-head"))
+    assert (rep["pass"], out["system"]) == ("fold", "Be long.")
+    assert out["messages"][0]["content"][0]["text"] == \
+        "<project-memory>\n<PROJECT_RULES>\n#1: tests run on real SQLite\n</PROJECT_RULES>\n</project-memory>"
 
 
 def test_after_a_fold_the_folded_lead_is_decoded_skimmed_and_an_edit_there_is_still_seen(monkeypatch) -> None:
@@ -494,8 +562,7 @@ def test_a_pass_stores_its_state_session_row_and_report_at_its_time(monkeypatch)
     values = {"date": "Today's date: 2025-11-24", "fold_through": -1, "last_pass_at": NOW,
               "m0": "<session-history></session-history>", "m0_meta": meta, "m0_tokens": 9, "m1": m1,
               "m1_tokens": 21, "nudge_state": {}, "nudges": [], "reasoning_tokens": {}, "skim_hint": 0,
-              "stripped_reasoning": [], "system_hash": "1dc69e447c17301c", "system_tokens": 3,
-              "visible_memory_ids": []}
+              "stripped_reasoning": [], "visible_memory_ids": []}
     assert state == {k: (v, NOW) for k, v in values.items()}
     assert row == (3, NOW, "anthropic/claude-sonnet-4-5", 200_000)
     assert reports == [(NOW, "fold", 1, "first render", 43, 82)]
@@ -585,8 +652,9 @@ def test_a_busting_pass_shows_new_history_in_m1_until_it_outgrows_its_share_then
 
 
 def test_the_threshold_is_the_configs_per_model_a_token_figure_wins_and_a_project_file_only_raises_it(tmp_path) -> None:
-    """`_measure`: the execute threshold a pass reports: the harness default (40% here), a project file's value
-    only above it, the user's per-model value (else its default) even below it, a token threshold over either;
+    """`_measure`: the execute threshold a pass reports: the harness default (40% here; an autonomous caller's in a
+    small window is lower), a project file's value only above it, the user's per-model value (else its default)
+    even below it, a token threshold over either (by "provider/id" or the bare id, like every per-model map);
     and the cache TTL the user sets decides when a warm pass turns into a HARD fold."""
     from pathlib import Path
 
@@ -610,6 +678,13 @@ def test_the_threshold_is_the_configs_per_model_a_token_figure_wins_and_a_projec
     assert (threshold("u1"), threshold("u2", "claude-opus-5")) == (25.0, 30.0)
     user_file.write_text('execute_threshold_tokens = { default = 50000, "anthropic/claude-sonnet-4-5" = 60000 }\n')
     assert (threshold("t1"), threshold("t2", "claude-opus-5")) == (30.0, 25.0)
+    user_file.write_text('execute_threshold_percentage = { "claude-sonnet-4-5" = 25 }\n')  # no default entry
+    assert (threshold("u3"), threshold("u4", "claude-opus-5")) == (25.0, 40.0)
+    user_file.write_text('execute_threshold_tokens = { "claude-sonnet-4-5" = 60000 }\n')  # by the bare id, as
+    assert (threshold("t3"), threshold("t4", "claude-opus-5")) == (30.0, 40.0)  # every per-model map
+    chat = dict(_at(NOW, 100, 12_000, "chat-small", [{"role": "user", "content": "hi"}]), harness="openai",
+                model={"provider": "openai", "id": "gpt-4o", "context_limit": 12_000})
+    assert serve(chat)[1]["threshold_percent"] == 54.2  # an autonomous caller's floor: 6 500 tokens
 
     user_file.write_text('cache_ttl = "10s"\n')
     serve(dict(envelope([U1], NOW), session_id="ttl"))
@@ -645,7 +720,8 @@ def test_a_user_message_after_a_gap_gets_a_time_marker_unless_temporal_awareness
 
 def test_a_read_only_pass_never_busts_and_a_running_historian_holds_back_the_drops() -> None:
     """`_schedule`: last known good replays the stored head even when the model changed (no HARD fold, no bust);
-    a pass over the threshold while a historian run holds the lease busts but leaves the drops to after it."""
+    a pass over the threshold while a historian run holds the lease busts but leaves the drops to after it,
+    unless it is a HARD fold."""
     from magic_context.store import db, leases, sessions
     from magic_context.transform import pipeline, protocol
 
@@ -669,6 +745,10 @@ def test_a_read_only_pass_never_busts_and_a_running_historian_holds_back_the_dro
     lkg = pipeline.run(protocol.read_input(_at(NOW + 3000, 14_000, 20_000, "held", messages), {}), readonly=True)
     assert (lkg.report["pass"], lkg.report["bust"], lkg.report["reason"]) == \
         ("defer", False, "defer: usage 70.1% ≥ threshold 50%")  # over the threshold, but read only
+    opus = {"provider": "anthropic", "id": "claude-opus-5", "context_limit": 20_000}
+    moved = dict(_at(NOW + 4000, 14_000, 20_000, "held", messages), model=opus)
+    _, rep, _ = serve(moved)  # a HARD fold re-renders the head anyway: the drops land though the historian runs
+    assert (rep["pass"], rep["historian"], rep["dropped"], rep["new_drops"]) == ("fold", "running", 23, 23)
 
 
 def test_a_full_window_is_an_emergency_only_for_a_primary_pass_with_the_providers_figure_in_a_known_window() -> None:
@@ -740,14 +820,15 @@ def test_the_preview_cap_is_a_tenth_of_the_window_the_caller_or_the_model_table_
 
 def test_the_providers_usage_counts_a_previewed_paste_after_it_at_its_previews_size() -> None:
     """`_measure`: what came after the provider's last usage is counted as served: an oversized paste shown as
-    a preview (new on this pass, or stored on an earlier one) adds the preview's tokens, not the paste's."""
+    a preview (new on this pass, or stored on an earlier one) adds the preview's tokens, not the paste's; a
+    message after the reply that nothing cut adds its own."""
     paste = {"role": "user", "content": "PASTE " + "word " * 10_100}
-    history = [U1, A2, paste]
+    history = [U1, A2, U2, paste]
     _, rep, _ = serve(_at(NOW, 1000, 100_000, "shown", history))
     assert (rep["dropped"], rep["usage_source"]) == (1, "provider")
-    assert rep["usage_tokens"] == 5074  # 1 000 + 10 output + the preview's 4 064 (the paste is 10 102)
+    assert rep["usage_tokens"] == 5079  # 1 000 + 10 output + "thanks" (5) + the preview's 4 064 (not 10 102)
     _, rep, _ = serve(_at(NOW + 1000, 1000, 100_000, "shown", history))
-    assert (rep["dropped"], rep["new_drops"], rep["usage_tokens"]) == (1, 0, 5074)
+    assert (rep["dropped"], rep["new_drops"], rep["usage_tokens"]) == (1, 0, 5079)
 
 
 def test_the_head_shows_the_projects_memories_unless_memory_is_turned_off() -> None:
@@ -796,7 +877,8 @@ def test_a_subagent_pass_on_a_folded_session_is_served_its_whole_history() -> No
 
 def test_old_reasoning_is_stripped_on_a_busting_pass_and_its_size_is_kept_with_the_pass() -> None:
     """`_decide` strips reasoning older than `clear_reasoning_age` tags (outside the protected 20); the pass
-    stores which messages lost it and their reasoning's tokens (the served size without re-reading them)."""
+    stores which messages lost it and their reasoning's tokens (the served size without re-reading them), and a
+    defer pass replays the strip."""
     from pathlib import Path
 
     from magic_context import paths
@@ -814,6 +896,12 @@ def test_old_reasoning_is_stripped_on_a_busting_pass_and_its_size_is_kept_with_t
     state, _, _ = _stored("think")
     (stripped,), at = state["stripped_reasoning"]
     assert state["reasoning_tokens"] == ({stripped: 50}, at)
+    again, rep, _ = serve(dict(envelope([U1, think, *turns, U2], NOW + 1000), session_id="think"))
+    assert (rep["pass"], rep["tokens_before"], rep["tokens_after"]) == ("defer", 251, 330)
+    assert again["messages"] == out["messages"]  # a defer pass replays the stored strip
+    user_file.write_text("clear_reasoning_age = 1\n[compaction]\nenabled = false\n")
+    whole, _, _ = serve(dict(envelope([U1, think, *turns, U2], NOW + 2000), session_id="think"))
+    assert whole["messages"][3]["content"] == think["content"]  # compaction off: served as sent
 
 
 def test_the_skim_follows_a_watermark_of_zero_and_is_never_tried_without_a_watermark(monkeypatch) -> None:
@@ -837,3 +925,294 @@ def test_the_skim_follows_a_watermark_of_zero_and_is_never_tried_without_a_water
     user_file.write_text("[compaction]\nenabled = false\n")
     out, _, _ = serve(dict(envelope(history, NOW + 3000, system="Be long."), session_id="skim0"))
     assert calls == [0] and out["messages"][2]["content"] == "fix the bug"
+
+
+def test_a_system_prompt_with_a_lone_surrogate_is_identified_with_a_replacement_character() -> None:
+    """`_measure`: the stdlib JSON reader (used when orjson is missing) lets a lone surrogate through; the system
+    prompt's hash is taken over its UTF-8 with `?` in its place, so the pass is served and the next one defers."""
+    from magic_context.transform import pipeline, protocol
+    from magic_context.wire import identity
+
+    def run(now: int) -> dict:
+        document = dict(envelope([U1], now, system="Be \ud800brief."), session_id="lone")
+        result = pipeline.run(protocol.read_input(json.loads(json.dumps(document)), {}))  # a copy: tagged in place
+        return {k: v for k, v in result.report.items() if k != "ms"}
+
+    assert run(NOW) == report("fold", "first render", before=11, after=44, tags=1, usage=14, new_tags=1, written=1)
+    state, _, _ = _stored("lone")
+    assert state["m0_meta"][0]["system_hash"] == identity.digest(b"Be ?brief.", 8)
+    assert run(NOW + 1000) == report("defer", "defer: within threshold, cache warm", before=11, after=44, tags=1,
+                                     usage=44)
+
+
+def test_the_historian_starts_only_on_a_written_primary_pass_with_compaction_on(monkeypatch) -> None:
+    """`_schedule`: the historian (here its trigger fires at 85% of a 20 000-token window) is started by a
+    primary pass that stores its work (detached, as live, with the configured timeout); a subagent's, a dry
+    run's, a compaction-off and a read-only pass report it idle and start nothing."""
+    from pathlib import Path
+
+    from magic_context import paths
+    from magic_context.history import runner
+    from magic_context.transform import pipeline, protocol
+
+    started: list = []
+    monkeypatch.setattr(runner, "run_once", lambda conn, pk, **kw: started.append((pk, kw)))
+    messages = _tools(40)
+
+    def historian(session: str, options: dict | None = None, **extra) -> str:
+        document = dict(_at(NOW, 17_000, 20_000, session, messages), **extra)
+        return hook.serve_pass(json.dumps(document).encode(), options or {}).report["historian"]
+
+    assert historian("h-sub", agent="subagent") == "idle"
+    assert historian("h-dry", {"--dry-run": True}) == "idle"
+    assert started == []
+    assert historian("h-primary") == "fired"
+    assert started == [(2, {"emergency": True, "now_ms": NOW})]  # the second session row: the dry run stored none
+    monkeypatch.setenv("MAGIC_CONTEXT_HISTORIAN", "")  # detached, as live: with the configured timeout
+    monkeypatch.setattr(runner, "launch_background", lambda conn, pk, **kw: started.append((pk, kw)) or True)
+    assert historian("h-detached") == "fired"
+    assert started.pop() == (3, {"session_id": "h-detached", "harness": "anthropic", "now_ms": NOW,
+                                 "timeout_ms": 300_000})
+    monkeypatch.setenv("MAGIC_CONTEXT_HISTORIAN", "inline")
+    lkg = pipeline.run(protocol.read_input(_at(NOW + 1000, 17_000, 20_000, "h-primary", messages), {}), readonly=True)
+    assert lkg.report["historian"] == "idle" and len(started) == 1
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("[compaction]\nenabled = false\n")
+    assert historian("h-off") == "idle" and len(started) == 1
+
+
+def test_a_per_model_cache_ttl_decides_when_a_warm_pass_turns_into_a_hard_fold() -> None:
+    """`_measure` reads `cache_ttl` for the request's model: a model's own entry over the default."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text('cache_ttl = { default = "1h", "claude-sonnet-4-5" = "10s" }\n')
+    for session, model in (("ttl-short", "claude-sonnet-4-5"), ("ttl-long", "claude-opus-5")):
+        serve(dict(envelope([U1], NOW, model=model), session_id=session))
+    assert serve(dict(envelope([U1], NOW + 20_000), session_id="ttl-short"))[1]["reason"] == "cache TTL expired"
+    assert serve(dict(envelope([U1], NOW + 20_000, model="claude-opus-5"), session_id="ttl-long"))[1]["reason"] == \
+        "defer: within threshold, cache warm"
+
+
+def test_a_rewritten_tool_result_keeps_the_tag_of_its_call_even_when_it_is_the_sessions_only_tag() -> None:
+    """`_view`: the harness rewrote a tool's output (a new message id, so its stored row is not among the
+    request's messages): the tag is fetched by its call's part key whenever the session has any tag, here
+    exactly one, and the rewritten output is served under the same number, no new tag."""
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": "read",
+                                              "input": {"path": "a.py"}}]}
+    out, rep, _ = serve(dict(envelope([call, R1], NOW), session_id="rewritten"))
+    assert rep == report("fold", "first render", before=34, after=67, tags=1, usage=37, new_tags=1, written=2)
+    rewritten = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "x = 2"}]}
+    out, rep, _ = serve(dict(envelope([call, rewritten], NOW + 1000), session_id="rewritten"))
+    assert rep == report("fold", "history rewritten by the harness (forked)", before=34, after=67, tags=1, usage=67,
+                         written=1)
+    assert out["messages"][2:] == [call, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1",
+                                                                       "content": "§1§ x = 2"}]}]
+
+
+def _spent(n: int) -> list:
+    """n read arcs of 800 distinct words each (~3 400 tokens), then a short turn: nudge-sized tool outputs."""
+    messages: list = [{"role": "user", "content": "start"}]
+    for i in range(n):
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "read",
+                                                        "input": {"path": f"f{i}.py"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                                   "content": " ".join(f"w{i}x{j}" for j in range(800))}]}]
+    return [*messages, {"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+
+
+def test_a_fired_nudge_is_stored_and_counted_in_the_served_size_of_the_passes_after_it(monkeypatch) -> None:
+    """`_apply` fires the ctx_reduce nudge (12 spent outputs, ~40k tokens, outside the protected 20) onto the
+    newest message and stores it; `_measure` counts the stored nudge's tokens in what the next pass serves."""
+    from magic_context import tokens
+    from magic_context.history import runner
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)  # the 100k-token tail starts the historian
+    messages = _spent(30)
+    nudge = ("\n\n<system-reminder>\nHousekeeping: 12 spent tool outputs (~40k tokens) are reclaimable — drop the "
+             "ones you have already processed with ctx_reduce at a natural stopping point.\noldest reclaimable: "
+             "§2§ read · §3§ read · §4§ read · §5§ read · …\n</system-reminder>")
+    out, rep, _ = serve(_at(NOW, 1000, 200_000, "nudged", messages))
+    assert (rep["pass"], rep["tokens_before"], rep["tokens_after"]) == ("fold", 102_455, 102_584)
+    assert out["messages"][-1]["content"] == "§33§ next" + nudge
+    state, _, _ = _stored("nudged")
+    assert state["nudges"][0] == [{"key": "h4b95f2d9d10f6cc978661243:p0", "text": nudge}]
+    again, rep, _ = serve(_at(NOW + 1000, 1000, 200_000, "nudged", messages))
+    assert (rep["pass"], rep["tokens_before"], rep["tokens_after"]) == ("defer", 102_455, 102_584 + 64)
+    assert tokens.estimate(nudge) == 64 and again["messages"] == out["messages"]
+
+
+def test_the_requests_size_counts_every_system_text_as_sent_now() -> None:
+    """`_measure`: Claude Code's system is a billing header, a one-line identity (the text the system hash and
+    the guidance use) and its main instructions; a change in the instructions alone keeps the hash (no HARD
+    fold) but the request's size counts them as sent now."""
+    from magic_context import tokens
+
+    def system(main: str) -> list:
+        return [{"type": "text", "text": "x-anthropic-billing-header: cc_version=1;"},
+                {"type": "text", "text": "You are a Claude agent."}, {"type": "text", "text": main}]
+
+    longer = "Work carefully. " + "Run the tests after each edit. " * 40
+    _, rep, _ = serve(dict(envelope([U1], NOW, system=system("Work carefully.")), session_id="sizes"))
+    assert (rep["pass"], rep["tokens_before"], rep["usage_tokens"]) == ("fold", 28, 31)
+    _, rep, _ = serve(dict(envelope([U1], NOW + 1000, system=system(longer)), session_id="sizes"))
+    grown = tokens.estimate(longer) - tokens.estimate("Work carefully.")
+    assert grown == 296  # and the estimate adds the tag prefix (3) and the head stored by the first pass (30)
+    assert (rep["pass"], rep["tokens_before"], rep["usage_tokens"]) == ("defer", 28 + grown, 28 + grown + 33)
+
+
+def test_the_providers_usage_counts_a_part_dropped_after_the_last_reply_as_served() -> None:
+    """`_measure`: a forced ctx_reduce lands on a paste after the provider's last reply (below the preview cap);
+    the passes after it count the truncated paste as it is now served, not its raw size."""
+    from magic_context.store import db, pending, sessions
+
+    paste = {"role": "user", "content": "PASTE " + " ".join(f"w{j}" for j in range(3000))}
+    history = [U1, A2, paste]
+    opus = {"provider": "anthropic", "id": "claude-opus-5"}  # the model changes: a HARD fold lands the drop
+    _, rep, _ = serve(_at(NOW, 1000, 200_000, "late", history))
+    assert (rep["usage_tokens"], rep["tokens_after"]) == (7472, 6515)  # 1 000 + 10 + the paste's 6 462
+    conn = db.open_db()
+    try:
+        pending.queue(conn, sessions.lookup_session(conn, "anthropic", "late")[0], [3], forced=True, now_ms=NOW)
+    finally:
+        conn.close()
+    out, rep, _ = serve(dict(_at(NOW + 1000, 1000, 200_000, "late", history), model=opus))
+    assert (rep["pass"], rep["new_drops"], rep["usage_tokens"], rep["tokens_after"]) == ("fold", 1, 7472, 145)
+    assert out["messages"][-1]["content"].startswith("[truncated §3§]\nPASTE w0 w1 ")
+    _, rep, _ = serve(dict(_at(NOW + 2000, 1000, 200_000, "late", history), model=opus))
+    assert (rep["pass"], rep["usage_tokens"], rep["tokens_after"]) == ("defer", 1105, 145)  # 1 010 + its 95 now
+
+
+def test_the_drop_lanes_add_up_on_a_busting_pass() -> None:
+    """`_decide` joins the lanes: spent ctx_reduce outputs beyond the newest three always go, the opt-in smart
+    lane adds superseded todo lists (the newest stays), a short `auto_drop_tool_age` adds the oldest reads;
+    the newest 20 tags stay."""
+    from pathlib import Path
+
+    from magic_context import paths
+
+    names = ["read"] * 6 + ["ctx_reduce"] * 5 + ["todowrite"] * 5 + ["read"] * 24
+    messages: list = [{"role": "user", "content": "start"}]
+    for i, name in enumerate(names):
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": name,
+                                                        "input": {"n": i}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                                   "content": f"OUT{i} " + "word " * 100}]}]
+    messages += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+
+    def dropped(config: str) -> tuple:
+        user_file.write_text(config)
+        out, rep, _ = serve(_at(NOW, 1000, 100_000, f"lanes-{len(config)}", messages))
+        text = json.dumps(out)
+        return rep["pass"], rep["new_drops"], [i for i in range(40) if f"OUT{i} " not in text]
+
+    assert dropped("") == ("fold", 2, [6, 7])
+    assert dropped("smart_drops = true\n") == ("fold", 6, [6, 7, 11, 12, 13, 14])
+    assert dropped("smart_drops = true\nauto_drop_tool_age = 36\n") == ("fold", 12, [*range(8), 11, 12, 13, 14])
+
+
+def test_a_pass_in_the_force_band_lands_a_queued_drop_even_on_a_protected_tag(monkeypatch) -> None:
+    """`_decide` drains the queued ctx_reduce drops with the pass's force: at 85% of the window a drop queued
+    without `--force` on one of the newest (protected) tags lands too; below that band it stays queued."""
+    from magic_context.history import runner
+    from magic_context.store import db, pending, sessions
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)  # 85% starts the historian
+    messages = _tools(40)
+    for session in ("forced", "unforced"):
+        serve(_at(NOW, 1000, 20_000, session, messages))
+        conn = db.open_db()
+        try:
+            pending.queue(conn, sessions.lookup_session(conn, "anthropic", session)[0], [41], forced=False,
+                          now_ms=NOW)  # tag 41 is OUT39's, the newest output
+        finally:
+            conn.close()
+    out, rep, _ = serve(_at(NOW + 2000, 17_000, 20_000, "forced", messages))
+    assert (rep["pass"], rep["pending_drops"], "OUT39 " in json.dumps(out)) == ("execute", 0, False)
+    out, rep, _ = serve(_at(NOW + 2000, 14_000, 20_000, "unforced", messages))
+    assert (rep["pass"], rep["pending_drops"], "OUT39 " in json.dumps(out)) == ("execute", 1, True)
+
+
+def _outputs(n: int, words: int) -> list:
+    """n read arcs whose outputs are `words` distinct words each (~4 tokens a word), then a short turn."""
+    messages: list = [{"role": "user", "content": "start"}]
+    for i in range(n):
+        output = " ".join([f"OUT{i}", *(f"w{i}x{j}" for j in range(words))])
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "read",
+                                                        "input": {"path": f"f{i}.py"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": output}]}]
+    return [*messages, {"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]
+
+
+def test_a_busting_pass_reclaims_from_the_threshold_on_down_to_a_fifth_of_it(monkeypatch) -> None:
+    """`_decide`'s pressure reclaim: a busting pass (here each session's first render) at the threshold (40% of
+    100 000) drops the oldest unprotected outputs (1 676 or 1 726 tokens each) until the request is at a fifth
+    of it (8 000); one token under the threshold it drops nothing; a request that the 19th drop brings to
+    exactly 8 000 stops there."""
+    from magic_context.history import runner
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)  # a 69k-token tail starts the historian
+    messages = _outputs(40, 400)
+
+    def reclaimed(used: int) -> tuple:
+        _, rep, _ = serve(_at(NOW, used, 100_000, f"reclaim-{used}", messages))
+        return rep["usage_tokens"], rep["dropped"], rep["tokens_after"]
+
+    assert reclaimed(39_984) == (39_999, 0, 69_034)
+    assert reclaimed(39_985) == (40_000, 19, 36_531)  # 19 drops reclaim 32 294: 7 706 left
+    assert reclaimed(40_279) == (40_294, 19, 36_531)  # 19 drops leave 8 000: the target, no 20th
+
+
+def test_a_block_band_pass_reclaims_protected_outputs_and_is_an_emergency_only_if_still_in_the_band(
+        monkeypatch) -> None:
+    """`_decide` in the block band (≥ 95%): the reclaim may take the protected newest outputs too (8 outputs,
+    992 tokens); exit 4 only if the request is still in the band after it (19 000 of 20 000)."""
+    from magic_context.errors import ContextEmergency
+    from magic_context.history import runner
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)
+    _, rep, _ = serve(_at(NOW, 19_976, 20_000, "band-under", _tools(8)))  # 19 991 - 992 = 18 999
+    assert (rep["pass"], rep["usage_tokens"], rep["dropped"], rep["new_drops"], rep["tokens_after"]) == \
+        ("fold", 19_991, 8, 8, 54)
+    with pytest.raises(ContextEmergency) as caught:  # 19 992 - 992 = 19 000: still in the band
+        hook.serve_pass(json.dumps(_at(NOW, 19_977, 20_000, "band-at", _tools(8))).encode(), {})
+    assert caught.value.message == "context at 100% of the 20000-token window and nothing could be folded"
+
+
+def test_the_nudge_is_quiet_on_a_pass_that_lands_ctx_reduce_drops_and_absent_without_ctx_reduce(monkeypatch) -> None:
+    """`_apply`: the pass that lands a queued ctx_reduce drop fires no nudge (the model just reduced), while a
+    pass whose drops come from other lanes still does; without the ctx_reduce tool there is no nudge at all."""
+    from pathlib import Path
+
+    from magic_context import paths
+    from magic_context.history import runner
+    from magic_context.store import db, pending, sessions
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)
+    messages = _spent(30)
+    opus = {"provider": "anthropic", "id": "claude-opus-5"}
+
+    def nudged(document: dict) -> tuple:
+        out, rep, _ = serve(document)
+        return rep["new_drops"], "<system-reminder>" in json.dumps(out["messages"][-1])
+
+    assert nudged(_at(NOW, 1000, 200_000, "reduced", messages[:9])) == (0, False)  # too little to nudge
+    conn = db.open_db()
+    try:
+        pending.queue(conn, sessions.lookup_session(conn, "anthropic", "reduced")[0], [2], forced=False, now_ms=NOW)
+    finally:
+        conn.close()
+    assert nudged(dict(_at(NOW + 1000, 1000, 200_000, "reduced", messages), model=opus)) == (1, False)
+    reads = dict(_at(NOW, 1000, 200_000, "no-reduce", messages), tools=[{"name": "read", "input_schema": {}}])
+    assert nudged(reads) == (0, False)
+    assert nudged(_at(NOW, 1000, 200_000, "nudged", messages)) == (0, True)
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text("auto_drop_tool_age = 30\n")
+    assert nudged(_at(NOW, 1000, 200_000, "aged", messages)) == (2, True)

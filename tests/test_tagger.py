@@ -121,6 +121,29 @@ def test_strip_echo_only_at_the_start() -> None:
     assert tagger.strip_echo("no echo §3§ here") == "no echo §3§ here"
 
 
+def test_strip_echo_takes_echoes_split_by_newlines_at_once_so_a_second_strip_changes_nothing() -> None:
+    """A refolding pass tags stripped text again: a second strip must leave it as the first left it."""
+    for text in ("§4§\n§9§ Fixed it.", "§4§ \n\n §9§\tFixed it.", "§4§\nFixed it.", "§4§\n"):
+        once = tagger.strip_echo(text)
+        assert tagger.strip_echo(once) == once
+    assert tagger.strip_echo("§4§\n§9§ Fixed it.") == "Fixed it."
+    assert tagger.strip_echo("§4§\nFixed it.") == "\nFixed it."  # the line break after the echo stays
+
+
+def test_tagging_the_tagged_messages_again_finds_the_same_parts() -> None:
+    """`_refold` runs `assign` again on messages it already stripped: a reply part that was only an echo (now
+    blank) keeps its tag, a blank part never had one, and no new tag is made."""
+    messages = [m.Message("u", m.USER, [m.Block(m.TEXT, text="go", key="p0"), m.Block(m.TEXT, text=" ", key="p1")]),
+                m.Message("a", m.ASSISTANT, [m.Block(m.TEXT, text="§4§ ", key="p0"),
+                                             m.Block(m.TEXT, text="§4§\n§5§ done", key="p1")])]
+    known: dict[str, Tag] = {}
+    sites, new, counter = tagger.assign(messages, known, 0, words)
+    assert [(s.tag.number, s.message_index, s.block.text) for s in sites] == [(1, 0, "go"), (2, 1, ""), (3, 1, "done")]
+    again, new, counter = tagger.assign(messages, known, counter, words)
+    assert [(s.tag.number, s.message_index, s.block.text) for s in again] == [(1, 0, "go"), (2, 1, ""), (3, 1, "done")]
+    assert (new, counter) == ([], 3)
+
+
 def test_a_second_result_of_an_arc_does_not_hide_the_parts_after_it() -> None:
     messages = [
         m.Message("a1", m.ASSISTANT, [m.Block(m.TOOL_CALL, tool_id="c1", tool_name="read", input={}, key="p0")]),

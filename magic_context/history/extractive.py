@@ -50,6 +50,7 @@ MODEL = "extractive-v1"
 TARGET_TOKENS = 1_500
 PROMPT_CHARS = 300
 CONCLUSION_CHARS = 260
+FINDING_WORDS = 4
 MAX_COMMANDS = 6
 MAX_ERRORS = 3
 COARSE_LINE_CHARS = 400
@@ -93,11 +94,15 @@ class Draft:
 
 
 def _conclusion(episode: Sequence[Digest]) -> str:
-    """The assistant's closing words: its last substantial text that is not an announced next step."""
+    """The assistant's closing words: its last substantial finding — a text without the next step it announces
+    at its end ("It's not exported as a type. Let me fix by using the inline type:" gives its first sentence,
+    `wording.finding`; a finding cut that way counts from `FINDING_WORDS` words, any other text from 30
+    characters); a text that only announces counts only when nothing else was said."""
     texts = [t for t in (wording.tidy(d.text) for d in episode if d.role == m.ASSISTANT and d.text) if t]
     if not texts:
         return ""
-    best = next((t for t in reversed(texts) if len(t) >= 30 and not t.endswith(":")),
+    found = [(f, f != t) for f, t in ((wording.finding(t), t) for t in texts)]
+    best = next((f for f, cut in reversed(found) if len(f) >= 30 or (cut and len(f.split()) >= FINDING_WORDS)),
                 next((t for t in reversed(texts) if len(t) >= 30), texts[-1]))
     return clip(best, CONCLUSION_CHARS)
 

@@ -25,6 +25,8 @@ _PRONOUN_START = re.compile(r"^(?:that|this|it|which|there|you|we)\b", re.IGNORE
 _CHEER = re.compile(r"^(?:(?:perfect|great|excellent|good|done|ok(?:ay)?|nice|awesome|alright|all set|oops|"
                     r"got it|aha|fixed)(?: news)?(?:[!.,]\s*|$))+", re.IGNORECASE)
 _LEAD_IN = re.compile(r"(?i)^(?:now\s+)?(?:let me|let's|i'll|i will|here's|here is|now i|so)\b")
+_NEXT_STEP = re.compile(r"(?i)^(?:(?:now|next|then|first|so|ok(?:ay)?|alright|great|good|perfect)[,!.]?\s+)*"
+                        r"(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|we need to|time to)\b")
 _IDENTIFIER = re.compile(r"[\w-]+\.[a-z]{1,5}\b|[a-z]+[A-Z_]\w*|/")
 _GOAL = re.compile(r"(?i)\b(?:need to|needs to|should|must|port|fix|add|create|implement|make|write|remove|delete|"
                    r"change|update|refactor|use|support|rename|release|adjust|modify)\b")
@@ -112,6 +114,15 @@ def tidy(text: str) -> str:
     return _CHEER.sub("", " ".join(kept)).strip()
 
 
+def finding(text: str) -> str:
+    """Tidied assistant prose without the next step it announces at its end ("… Now let me fix it:", "Next,
+    I'll run the tests."): what it found, before it turns to what it will do. Empty when it only announces."""
+    sentences = [x for x in re.split(r"(?<=[.!?])\s+", text) if x.strip()]
+    while sentences and (sentences[-1].rstrip().endswith(":") or _NEXT_STEP.match(sentences[-1])):
+        sentences.pop()
+    return " ".join(sentences)
+
+
 def first_sentence(text: str, limit: int = 160) -> str:
     """The first sentence that says something (not a lead-in like "Let me …" or "Here's what I did")."""
     pieces = [x.strip() for x in re.split(r"(?<=[.!?])\s+|:\s+(?=[A-Z0-9`])", text) if x.strip()]
@@ -148,5 +159,5 @@ def strip_images(text: str) -> str:
     return _IMAGE_PATH.sub("[image]", text)
 
 
-__all__ = ["find_rules", "first_sentence", "gist", "pasted", "plain", "sentence_score", "strip_images", "tidy",
-           "trivial"]
+__all__ = ["find_rules", "finding", "first_sentence", "gist", "pasted", "plain", "sentence_score", "strip_images",
+           "tidy", "trivial"]

@@ -291,8 +291,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
                  done_pending=decisions.done_pending, pristine=served.pristine, counter=view.counter, report=report,
                  m0_text=head_out.m0_text, m1_text=head_out.m1_text, m0_meta=head_out.m0_meta, head_now=head_now,
                  with_head=sched.with_head, stripped=decisions.stripped, anchors=meas.anchors,
-                 nudge_state=served.nudge_state, date=date, system_hash=meas.system_hash,
-                 system_tokens=meas.sizes.system_tokens, model_key=meas.model_key, limit=meas.limit.tokens,
+                 nudge_state=served.nudge_state, date=date, model_key=meas.model_key, limit=meas.limit.tokens,
                  extra={"reasoning_tokens": {k: v for k, v in served.reasoning_cache.items()
                                              if k in decisions.stripped},
                         # only a pass that folds owns the watermark: a subagent's (or compaction-off) pass under
@@ -362,16 +361,13 @@ def _measure(p: Pass, view: View) -> Measure:
     reduce_ok = p.compaction and reduce_available(bool(hot["ctx_reduce_enabled"]), inp.tools)
     system_first, system_texts = _system_text(inp, inp.messages_json)
     system_hash = identity.digest(system_first.encode("utf-8", "replace"), 8)
-    system_tokens = state.get("system_tokens") if state.get("system_hash") == system_hash else None
-    if system_tokens is None:
-        system_tokens = sum(_estimate(t) for t in system_texts)
+    # Measured every pass (0.3 ms for Claude Code's 7 000 characters): the hash covers only the text guidance
+    # goes into, and Claude Code's is a one-line identity, so a size kept under it missed its instructions' edits.
+    system_tokens = sum(_estimate(t) for t in system_texts)
 
     model_key = inp.model_key
     limit = scheduler.resolve_limit(inp.context_limit, model_key)
-    tokens_map = hot["execute_threshold_tokens"]
-    token_threshold = None
-    if isinstance(tokens_map, dict):
-        token_threshold = tokens_map.get(model_key or "", tokens_map.get("default"))
+    token_threshold = hot.for_model("execute_threshold_tokens", model_key)  # by "provider/id", "id", "default"
     harness_default = scheduler.default_threshold(inp.harness, limit.tokens)  # for a model no tier sets
     chosen = hot.set_for_model("execute_threshold_percentage", model_key)
     percent = harness_default if chosen is None else float(chosen)
@@ -386,9 +382,9 @@ def _measure(p: Pass, view: View) -> Measure:
     sizes = Sizes(reduce_ok, head_tokens, system_tokens, nudge_tokens)
     estimated = sizes.served(view, view.sites)
     msg_tokens = view.msg_tokens
-    shown = [x for x in view.sites if x.tag.dropped and x.tag.drop_mode == MODE_PREVIEW]  # new and stored ones
-    if shown:  # the provider's usage plus what came after it: count the previews, not the raw outputs
-        cut = accounting.savings_by_message(shown)
+    dropped = [x for x in view.sites if x.tag.dropped]  # previews of new content, stored drops, a forced reduce
+    if dropped:  # the provider's usage plus what came after it, as served: not the raw parts a drop cut
+        cut = accounting.savings_by_message(dropped)
         msg_tokens = [t - cut.get(i, 0) for i, t in enumerate(view.msg_tokens)]
     reported = _provider_usage(p.conn, view.pk, inp, view.messages, msg_tokens, divergences=view.sync.divergences)
     usage_tokens = reported if reported is not None else estimated
@@ -672,11 +668,14 @@ def _fold(messages: list[m.Message], msg_tokens: list[int], through: int) -> tup
     keep = [i for i, msg in enumerate(messages) if msg.role == m.SYSTEM or msg.ordinal > through]
     if len(keep) == len(messages):
         return messages, msg_tokens
-    kept = [messages[i] for i in keep]
-    answered = {b.tool_id for msg in kept for b in msg.blocks if b.kind == m.TOOL_CALL}
-    for msg in kept:  # a result whose call was folded away would be an orphan: it goes with its call
-        if any(b.kind == m.TOOL_RESULT and b.tool_id not in answered for b in msg.blocks):
-            msg.blocks = [b for b in msg.blocks if b.kind != m.TOOL_RESULT or b.tool_id in answered]
+    # A result whose call was folded away would be an orphan: it goes with its call, paired as the tagger pairs
+    # them (a later call that reuses the id does not keep it), so `_refold`'s re-tag meets no part `_view` missed.
+    # A result with no call at all goes too: its call may be in the skimmed lead, decoded without blocks.
+    kept_at = set(keep)
+    gone = {pos for arc in arcs.find_arcs(messages) if arc.call is None or arc.call[0] not in kept_at
+            for pos in arc.results}
+    for i in sorted({mi for mi, _ in gone} & kept_at):
+        messages[i].blocks = [b for bi, b in enumerate(messages[i].blocks) if (i, bi) not in gone]
     pairs = [(messages[i], msg_tokens[i]) for i in keep if messages[i].blocks]
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
@@ -691,8 +690,8 @@ def _existing_session(conn: sqlite3.Connection, inp: PassInput) -> tuple[int, st
 def _persist(conn: sqlite3.Connection, inp: PassInput, pk: int, state: SessionState, *, new_tags: list[tag_store.Tag],
              new_drops: list[heuristics.Drop], done_pending: list[int], pristine: dict[int, str], counter: int,
              report: dict[str, Any], m0_text: str | None, m1_text: str | None, m0_meta: dict, head_now: int,
-             with_head: bool, stripped: set[str], anchors: list, nudge_state: dict, date: str, system_hash: str,
-             system_tokens: int, model_key: str | None, limit: int, extra: dict[str, Any]) -> None:
+             with_head: bool, stripped: set[str], anchors: list, nudge_state: dict, date: str,
+             model_key: str | None, limit: int, extra: dict[str, Any]) -> None:
     now = inp.now_ms
     if new_tags:
         tag_store.insert_new(conn, pk, new_tags, now)
@@ -713,8 +712,6 @@ def _persist(conn: sqlite3.Connection, inp: PassInput, pk: int, state: SessionSt
     state.set("nudges", anchors)
     state.set("nudge_state", nudge_state)
     state.set("date", date)
-    state.set("system_hash", system_hash)
-    state.set("system_tokens", system_tokens)
     state.set("last_pass_at", now)
     state.set("fold_through", extra.pop("fold_through", state.get("fold_through", -1)))
     for key, value in extra.items():

@@ -19,7 +19,9 @@ TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transfo
 if TYPE_CHECKING:
     from typing import Final
 
-ECHO_RE: Final = re.compile(r"^\s*(?:§\d+(?:\"?>)?§(?:\d+§)?[ \t]*)+")
+# Echoes split by any whitespace go in one match: stripping is idempotent (a refolding pass tags
+# already-stripped text again, and must serve what the next pass serves).
+ECHO_RE: Final = re.compile(r"^(?:\s*§\d+(?:\"?>)?§(?:\d+§)?[ \t]*)+")
 PREFIX_RE: Final = re.compile(r"^§(\d+)§ ")
 
 
@@ -123,11 +125,12 @@ def assign(
             continue
         for block in message.blocks:
             if block.kind == m.TEXT:
-                if not block.text.strip():
-                    continue
+                key = f"{message.id}:{block.key}"
+                if not block.text.strip() and existing.get(key) is None:
+                    continue  # blank; a reply that was only tag echoes keeps its tag when tagged again (`_refold`)
                 if message.role == m.ASSISTANT:
                     block.text = strip_echo(block.text)
-                tag = get_tag(f"{message.id}:{block.key}", KIND_TEXT, message, block.text, None)
+                tag = get_tag(key, KIND_TEXT, message, block.text, None)
                 sites.append(Site(tag, mi, block, message.role))
             elif block.kind == m.MEDIA:
                 tag = get_tag(f"{message.id}:{block.key}", KIND_MEDIA, message, "", None)
