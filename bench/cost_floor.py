@@ -196,13 +196,7 @@ def perfect_bill(requests: Sequence[tuple[Sequence[Unit], int | None]], price: c
         tokens = sum(u[1] for u in units)
         warm = prev is not None and (at_ms is None or prev_at is None or at_ms - prev_at <= ttl_ms)
         resent = sum(u[1] for u in units if u[0] in prev) if warm and prev is not None else 0
-        read = resent if resent >= price.min_cacheable else 0
-        if price.step > 1:
-            read -= read % price.step
-        if price.write_premium:
-            write, uncached = (tokens - read, 0) if tokens >= price.min_cacheable else (0, tokens)
-        else:
-            write, uncached = 0, tokens - read
+        read, write, uncached = price.split(tokens, resent)
         bill.usd += price.input_per_mtok * (uncached + write_mult * write + price.read_multiplier * read) / 1e6
         bill.tokens += tokens
         bill.read += read

@@ -50,6 +50,17 @@ class Pricing:
     def write_premium(self) -> bool:
         return self.write_multiplier_5m != 1.0 or self.write_multiplier_1h != 1.0
 
+    def split(self, tokens: int, cached: int) -> tuple[int, int, int]:
+        """(read, write, uncached) of a `tokens` request the cache holds `cached` of: a hit under the minimum
+        cacheable length reads nothing and hits count in whole `step`s; where writes cost a premium the rest
+        is written (uncached if the request is too short to cache), elsewhere it is plain input."""
+        read = cached if cached >= self.min_cacheable else 0
+        if self.step > 1:
+            read -= read % self.step
+        if self.write_premium:
+            return (read, tokens - read, 0) if tokens >= self.min_cacheable else (read, 0, tokens)
+        return read, 0, tokens - read
+
 
 PRICING: Final = {
     "anthropic-sonnet": Pricing("anthropic-sonnet", "Claude Sonnet 4.5", 3.0, 15.0, 0.1, 1.25, 2.0, 1024),
@@ -157,13 +168,7 @@ class Ledger:
         warm = self._prev is not None and (at_ms is None or self._prev_at is None
                                            or at_ms - self._prev_at <= self.ttl_ms)
         prefix = common_prefix(units, self._prev) if warm and self._prev is not None else 0
-        read = prefix if prefix >= price.min_cacheable else 0
-        if price.step > 1:
-            read -= read % price.step
-        if price.write_premium:
-            write, uncached = (tokens - read, 0) if tokens >= price.min_cacheable else (0, tokens)
-        else:
-            write, uncached = 0, tokens - read
+        read, write, uncached = price.split(tokens, prefix)
         bust = warm and not extra and prefix < self._prev_tokens
         if warm and not extra and self._prev is not None:
             before = {u[0] for u in self._prev}
