@@ -13,7 +13,8 @@
 #
 # Environment: OUT (results, default bench/results/mutation), MODULE_TIMEOUT_S (stop a module after this many
 # seconds and report what was checked; default 1200), KEEP_SCRATCH=1 (keep the scratch copy for `mutmut browse`),
-# WORKERS (mutants checked at once, default 1), MC_HYPOTHESIS_SCALE (examples drawn by the codec and heuristics property tests, as a share of their full figure;
+# WORKERS (mutants checked at once, default 1), FUNCTIONS (mutmut name globs inside the module, e.g.
+# "x__fold* x__measure*": re-check only the functions a fix changed; the others stay "not checked"), MC_HYPOTHESIS_SCALE (examples drawn by the codec and heuristics property tests, as a share of their full figure;
 # default 0.1 here, 1 elsewhere: tests/hypothesis_budget.py).
 set -euo pipefail
 
@@ -112,7 +113,9 @@ for module in "${MODULES[@]}"; do
   name="magic_context.$(echo "${module%.py}" | tr / .)"
   started=$(date +%s)
   set +e
-  timeout "$MODULE_TIMEOUT_S" nice -n 15 "$MUTMUT" run --max-children "$WORKERS" "$name.*" >"$OUT/${module//\//_}.log" 2>&1
+  patterns=("$name.*")
+  [ -n "${FUNCTIONS:-}" ] && patterns=($(for f in $FUNCTIONS; do echo "$name.$f"; done))
+  timeout "$MODULE_TIMEOUT_S" nice -n 15 "$MUTMUT" run --max-children "$WORKERS" "${patterns[@]}" >"$OUT/${module//\//_}.log" 2>&1
   code=$?
   set -e
   took=$(( $(date +%s) - started ))
