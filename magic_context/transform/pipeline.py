@@ -376,9 +376,7 @@ def _measure(p: Pass, view: View) -> Measure:
     threshold = scheduler.threshold_percent(float(percent), token_threshold, limit.tokens)
     ttl = duration_ms(str(hot.for_model("cache_ttl", model_key)))
 
-    # A subagent is served no head (as `_schedule` decides), though its session may hold the primary's.
-    with_head = (p.compaction and p.primary) or not p.compaction
-    head_tokens = int(state.get("m0_tokens", 0)) + int(state.get("m1_tokens", 0)) if with_head else 0
+    head_tokens = int(state.get("m0_tokens", 0)) + int(state.get("m1_tokens", 0)) if p.with_head else 0
     anchors = list(state.get("nudges") or [])
     nudge_tokens = sum(_estimate(a.get("text", "")) for a in anchors)  # ctx_reduce and notes nudges
     sizes = Sizes(reduce_ok, head_tokens, system_tokens, nudge_tokens)
@@ -400,7 +398,7 @@ def _schedule(p: Pass, view: View, meas: Measure) -> Schedule:
     """HARD fold triggers (the provider cache is already dead, or the baseline changed), the bust permission,
     the historian (it may fire here), and whether the pass may mutate the prefix."""
     state = view.state
-    with_head = (p.compaction and p.primary) or not p.compaction
+    with_head = p.with_head
     m0_meta = state.get("m0_meta") or {}
     hard_reasons = []
     if with_head:

@@ -41,6 +41,12 @@ class Pass:
     warnings: list[str]
     started: float
 
+    @property
+    def with_head(self) -> bool:
+        """Whether the pass is served m[0]/m[1]: a primary agent's with compaction on, any with it off (memory and
+        docs only); a subagent under compaction is served none, though its session may hold the primary's."""
+        return (self.compaction and self.primary) or not self.compaction
+
 
 @record
 class View:
