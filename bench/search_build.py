@@ -38,16 +38,18 @@ def recorded_cwd(session: Path) -> str | None:
     return cwd if isinstance(cwd, str) and cwd.startswith("/") else None
 
 
-def build(name: str, window: int, out: Path, *, provider: str = "local") -> dict:
+def build(name: str | Path, window: int, out: Path, *, provider: str = "local") -> dict:
+    """Replay the recorded session `name` (a file in the shared sessions folder, or a path) into `out`."""
     from magic_context import paths
     from magic_context.replay.engine import McRunner
     from magic_context.replay.passes import prepare
     from magic_context.wire.importers import load_session
 
-    rep = prepare(load_session(SESSIONS / name))
+    session = SESSIONS / name  # an absolute `name` stays itself
+    rep = prepare(load_session(session))
     started = time.perf_counter()
     with McRunner(harness=rep.harness, window=window, system=rep.system) as runner:
-        cwd = recorded_cwd(SESSIONS / name)
+        cwd = recorded_cwd(session)
         if cwd:
             runner.project_dir = Path(cwd)  # what the live integration sends (see the module doc)
         config_file = paths.user_config_path()
