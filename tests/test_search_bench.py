@@ -7,7 +7,9 @@ import json
 import sqlite3
 from pathlib import Path
 
-from bench import search_bench, search_build
+import pytest
+
+from bench import search_bench, search_build, search_misses
 
 PI_BEFORE = search_build.SESSIONS / "pi_before-compaction.jsonl"
 ROOT = "/Users/badlogic/workspaces/pi-mono"
@@ -23,13 +25,20 @@ def test_recorded_cwd_is_the_pi_header_cwd_and_none_elsewhere(tmp_path: Path) ->
     assert search_build.recorded_cwd(tmp_path / "missing.jsonl") is None
 
 
-def test_replayed_compartments_name_files_relative_to_the_recorded_cwd(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """The first 100 lines of pi_before replayed at a 12k window (~5 s), FTS only."""
+    folder = tmp_path_factory.mktemp("replay")
+    head = folder / "pi_head.jsonl"
+    head.write_text("".join(PI_BEFORE.read_text(encoding="utf-8").splitlines(keepends=True)[:100]), encoding="utf-8")
+    out = folder / "out.db"
+    return out, search_build.build(head, 12_000, out, provider="off")
+
+
+def test_replayed_compartments_name_files_relative_to_the_recorded_cwd(replayed: tuple[Path, dict]) -> None:
     """The live Pi integration sends `ctx.cwd` as project_dir, so the historian writes `Read packages/…`; a replay
     under an empty temporary project wrote every path in full (`Read /Users/…/pi-mono/packages/…`)."""
-    head = tmp_path / "pi_head.jsonl"
-    head.write_text("".join(PI_BEFORE.read_text(encoding="utf-8").splitlines(keepends=True)[:100]), encoding="utf-8")
-    out = tmp_path / "out.db"
-    facts = search_build.build(head, 12_000, out, provider="off")
+    out, facts = replayed
     assert facts["compartments"] >= 2
     conn = sqlite3.connect(out)
     try:
@@ -56,3 +65,23 @@ def test_heldout_files_mark_every_added_question_and_keep_the_originals_first() 
         assert marks == sorted(marks), f"{path.name}: an added question sits among the original ones"
         for q in questions:
             assert q["kind"] in ("exact", "paraphrase", "decision", "first") and q["evidence"]
+
+
+def test_misses_explains_where_a_folded_answer_sits(replayed: tuple[Path, dict]) -> None:
+    """bench/search_misses.py's explanation of one question on a real replayed database: the evidence's ordinal,
+    the compartment holding it (with the query words its summary matches) and the summary line covering it."""
+    from magic_context.store.db import open_db
+
+    out, _facts = replayed
+    conn = open_db(str(out))
+    try:
+        pk = conn.execute("SELECT id FROM sessions").fetchone()[0]
+        item = {"kind": "paraphrase", "q": "test the agent core", "evidence": ["allow us to test the agent core"]}
+        why = search_misses.explain(conn, pk, item, "off", out)
+    finally:
+        conn.close()
+    assert why["at"] == [13]  # "will this also allow us to test the agent core?" (user, ordinal 13)
+    assert [c["range"] for c in why["compartments"]] and all("core" in c["matched"] for c in why["compartments"])
+    assert why["lines"] and why["lines"][0].startswith("[13")
+    assert why["rank50"] is not None and why["message_rank"] is not None
+    assert why["cosine_rank"] is None  # FTS only: no cosine list
