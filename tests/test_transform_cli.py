@@ -333,6 +333,12 @@ def test_a_compaction_flip_mid_session_folds_once_says_why_and_never_shows_histo
     status = json.loads(mc("status", "--session", "s1", "--json").stdout)["data"]
     assert [p["reason"] for p in status["passes"][-2:]] == ["config changed (compaction.enabled = false)",
                                                             "defer: within threshold, cache warm"]
+    (config / "config.toml").write_text("[memory]\nenabled = false\n")  # both at once: both named, in full
+    on, report = served(4)
+    reason = "config changed (compaction.enabled = true, memory.enabled = false)"
+    assert report["reason"] == reason and on["messages"][2:] == folded["messages"][2:]
+    human = mc("status", "--session", "s1", env={"COLUMNS": "160"})
+    assert human.returncode == 0 and reason in human.stdout.decode()
 
 
 def test_status_after_passes(mc) -> None:
