@@ -36,21 +36,14 @@ def read_toml(path: StrPath) -> tuple[dict[str, Any], list[ConfigWarning]]:
         return {}, []
     except OSError as exc:
         return {}, [ConfigWarning(str(path), "", f"cannot read ({exc.strerror}); using defaults")]
-    from magic_context.config import toml_cache  # parsed before: no `tomllib` import (see its docstring)
-
-    parsed = toml_cache.lookup(data)
-    if parsed is not None:
-        return parsed, []
     import tomllib  # only when a config file exists: most passes have none to parse
 
     try:
-        parsed = tomllib.loads(data.decode("utf-8"))
+        return tomllib.loads(data.decode("utf-8")), []
     except UnicodeDecodeError:
         return {}, [ConfigWarning(str(path), "", "not valid UTF-8; using defaults")]
     except tomllib.TOMLDecodeError as exc:
         return {}, [ConfigWarning(str(path), "", f"not valid TOML ({exc}); using defaults")]
-    toml_cache.remember(data, parsed)
-    return parsed, []
 
 
 def project_config_path(project_dir: StrPath | None) -> str | None:

@@ -80,14 +80,11 @@ class Served:
 def serve(data: bytes, options: dict[str, str | bool], *, debug: bool = False) -> tuple[bytes, dict[str, Any] | None]:
     """Run one pass on the raw stdin bytes; returns (stdout bytes, report)."""
     from magic_context import records
-    from magic_context.config import toml_cache
 
     served = serve_pass(data, options, debug=debug)
-    # The first processes compile the record initializers (some only on busting passes) and parse the config
-    # files; later ones load them. Saved only after a served pass: exit 2 (and any other refusal) writes
-    # nothing anywhere.
+    # The first processes compile the record initializers (some only on busting passes); later ones load
+    # them. Saved only after a served pass: exit 2 (and any other refusal) writes nothing anywhere.
     records.save_code_cache()
-    toml_cache.save()
     return served.output, served.report
 
 
