@@ -17,7 +17,9 @@ first". The ranking constants were tuned on the two Pi sets there, so `bench/sea
 second, held-out set per session (mostly paraphrases, written before any later lever was tried): a
 change is judged on it, never tuned on it. A hit is correct when the text `mc expand --range` shows for
 its range (or a memory's content) contains every evidence string (case-insensitive, whitespace
-collapsed). Each question runs with embeddings off and with the local provider.
+collapsed). Each question runs with embeddings off and with the local provider. Questions a later session
+added to a held-out file carry `"added": "<date>"`; `--questions original|added` runs one group alone, so
+figures stay comparable with earlier rounds.
 
 Latency: a synthetic session scaled from the real messages to 10k and 100k indexed messages; each size
 is timed in a fresh process (the first query, with model load, included) over the question set.
@@ -96,6 +98,13 @@ def evaluate(db_path: Path, spec: dict[str, Any], provider: str) -> dict[str, An
         conn.close()
 
 
+def subset(spec: dict[str, Any], which: str) -> dict[str, Any]:
+    """The spec with only the `original` questions (no `added` mark), only the `added` ones, or `all`."""
+    if which == "all":
+        return spec
+    return {**spec, "questions": [q for q in spec["questions"] if ("added" in q) == (which == "added")]}
+
+
 def summarize(rows: list[dict[str, Any]], kinds: tuple[str, ...] | None = None) -> dict[str, float]:
     chosen = [r for r in rows if kinds is None or r["kind"] in kinds]
     if not chosen:
@@ -116,10 +125,12 @@ RANKING_ONLY: Final = ("search/lanes.py", "search/engine.py", "search/format.py"
 
 def build_stamp(window: int) -> str:
     """A fingerprint of what builds a cached index: every `magic_context` source but the ranking-only modules,
-    and the replay window. A historian or default change gives other compartments, so other figures."""
+    the replay builder (`bench/search_build.py`) and the replay window. A historian, default or replay change
+    gives other compartments, so other figures."""
     import hashlib
 
     digest = hashlib.sha256(str(window).encode())
+    digest.update((REPO / "bench" / "search_build.py").read_bytes())
     root = REPO / "magic_context"
     for path in sorted(root.rglob("*.py")):
         rel = path.relative_to(root).as_posix()
@@ -276,12 +287,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", choices=sorted(SETS), default="tuning",
                         help="question set: tuning (bench/search) or heldout (bench/search/heldout)")
     parser.add_argument("--providers", default="off,local", help="comma-separated embedding providers to run")
+    parser.add_argument("--questions", choices=("all", "original", "added"), default="all",
+                        help="the questions of each file to run: all, the original ones, or those a later session "
+                             "added (marked `added`; reported apart so figures stay comparable across rounds)")
     args = parser.parse_args(argv)
     os.environ.setdefault("MAGIC_CONTEXT_STORAGE_DIR", str(CACHE / "data"))
     os.environ.setdefault("MAGIC_CONTEXT_CONFIG_DIR", str(CACHE / "config"))
     CACHE.mkdir(parents=True, exist_ok=True)
-    specs = [json.loads(p.read_text()) for p in sorted(SETS[args.set].glob("*.json"))
+    specs = [subset(json.loads(p.read_text()), args.questions) for p in sorted(SETS[args.set].glob("*.json"))
              if not args.only or args.only in p.name]
+    specs = [s for s in specs if s["questions"]]  # `--questions added`: a file no session added to
     print("| session | embeddings | questions | recall@1 | recall@5 | MRR | exact r@5 | paraphrase r@5 | "
           "decision+first r@5 |")
     print("|---|---|---|---|---|---|---|---|---|")

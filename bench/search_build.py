@@ -6,10 +6,16 @@ Every recorded call is served by the real transform (`McRunner`, in-process) at 
 the session, so the historian folds history into compartments as it would live, and each publish
 indexes and embeds (embedding.provider = local when wordllama is installed). The replay's database is
 then copied to the given path (sqlite backup) for `bench/search_bench.py`.
+
+The envelope's `project_dir` is the directory the recording says the harness ran in (a Pi session's header
+`cwd`), as the live integration sends it (`ctx.cwd`), not the replay's empty temporary project: the
+historian writes the paths under it relative to it, so a replayed compartment reads as a live one would
+(`Read packages/…/theme.ts`, not `Read /Users/…/pi-mono/packages/…/theme.ts`). The directory need not exist.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import sys
 import time
@@ -21,15 +27,31 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
-def build(name: str, window: int, out: Path, *, provider: str = "local") -> dict:
+def recorded_cwd(session: Path) -> str | None:
+    """The working directory a recording names (a Pi session header's `cwd`), else None."""
+    try:
+        with session.open(encoding="utf-8") as handle:
+            head = json.loads(handle.readline())
+    except (OSError, ValueError):
+        return None
+    cwd = head.get("cwd") if isinstance(head, dict) and head.get("type") == "session" else None
+    return cwd if isinstance(cwd, str) and cwd.startswith("/") else None
+
+
+def build(name: str | Path, window: int, out: Path, *, provider: str = "local") -> dict:
+    """Replay the recorded session `name` (a file in the shared sessions folder, or a path) into `out`."""
     from magic_context import paths
     from magic_context.replay.engine import McRunner
     from magic_context.replay.passes import prepare
     from magic_context.wire.importers import load_session
 
-    rep = prepare(load_session(SESSIONS / name))
+    session = SESSIONS / name  # an absolute `name` stays itself
+    rep = prepare(load_session(session))
     started = time.perf_counter()
     with McRunner(harness=rep.harness, window=window, system=rep.system) as runner:
+        cwd = recorded_cwd(session)
+        if cwd:
+            runner.project_dir = Path(cwd)  # what the live integration sends (see the module doc)
         config_file = paths.user_config_path()
         config_file.parent.mkdir(parents=True, exist_ok=True)
         config_file.write_text(f'[embedding]\nprovider = "{provider}"\n')

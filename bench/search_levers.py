@@ -37,7 +37,8 @@ from bench.search_bench import CACHE, SETS, _config, ensure_db, evaluate, summar
 
 SUMMARY_LINE = re.compile(r"^\[(\d+)(?:-(\d+))?\]\s*(.*)$")  # the historian's `[a-b] U: … → A: …` lines
 _memo: dict[Any, Any] = {}
-CURRENT = ("now:",)  # levers measured on the current ranking (agreement 0.5 kept), not the one before this round
+CURRENT = ("now:", "r3:")  # levers measured on the current ranking (agreement 0.5 kept), not the one before
+# "now:" (the second round) or "r3:" (the third: README "Levers of this round", on the recorded-cwd databases)
 
 
 @contextmanager
@@ -466,6 +467,119 @@ def turn_forward(forward: int) -> Callable[[ExitStack], None]:
         return hits
     return lambda stack: stack.enter_context(patched(lanes, "compartments", compartments))
 
+
+# --- third round (README "Levers of this round") ----------------------------------------------------------------
+
+
+def contained_messages_last() -> Callable[[ExitStack], None]:
+    """A message hit inside the range of a better-ranked compartment hit of its session moves behind the others."""
+    from magic_context.search import engine
+
+    dedupe = engine._dedupe
+
+    def patched_dedupe(hits: list[Any]) -> list[Any]:
+        kept, later, shown = [], [], []
+        for h in dedupe(hits):
+            if h.source == "message" and any(c.session_pk == h.session_pk and c.ordinal_start <= h.ordinal
+                                             <= c.ordinal_end for c in shown):
+                later.append(h)
+                continue
+            if h.source == "compartment":
+                shown.append(h)
+            kept.append(h)
+        return kept + later
+    return lambda stack: stack.enter_context(patched(engine, "_dedupe", patched_dedupe))
+
+
+def message_slot(position: int = 4, limit: int = 5) -> Callable[[ExitStack], None]:
+    """With no message hit in the top `limit`, the best message hit outside the shown compartments' ranges takes
+    place `position + 1`."""
+    from magic_context.search import engine
+
+    dedupe = engine._dedupe
+
+    def patched_dedupe(hits: list[Any]) -> list[Any]:
+        hits = dedupe(hits)
+        if any(h.source == "message" for h in hits[:limit]):
+            return hits
+        shown = [c for c in hits[:position] if c.source == "compartment"]
+        for h in hits[limit:]:
+            if h.source == "message" and not any(c.ordinal_start <= h.ordinal <= c.ordinal_end for c in shown):
+                return [*hits[:position], h, *(x for x in hits[position:] if x is not h)]
+        return hits
+    return lambda stack: stack.enter_context(patched(engine, "_dedupe", patched_dedupe))
+
+
+def role_words_dropped() -> Callable[[ExitStack], None]:
+    """"user", "person" and "assistant" count as stopwords of the loose query (they describe who spoke, which the
+    summaries write as `U:`/`A:`)."""
+    from magic_context.search import text as st
+
+    return lambda stack: stack.enter_context(patched(st, "STOPWORDS", st.STOPWORDS | {"user", "person", "assistant"}))
+
+
+def person_first_matches() -> Callable[[ExitStack], None]:
+    """An identifier's matches ranked with the person's own messages first: the message lane's strict and literal-probe
+    lists (every expression but the loose ORed one) re-ordered user rows first, BM25 order kept within each group."""
+    from magic_context.search import lanes
+    from magic_context.store import search_index as idx
+
+    match = idx.match_messages
+
+    def patched_match(conn: sqlite3.Connection, pk: int, expression: str, cutoff: int, limit: int,
+                      *, prose_only: bool = False) -> list[Any]:
+        rows = match(conn, pk, expression, cutoff, limit, prose_only=prose_only)
+        return rows if " OR " in expression else sorted(rows, key=lambda r: r["role"] != "user")
+    return lambda stack: stack.enter_context(patched(lanes.idx, "match_messages", patched_match))
+
+
+def coordination_first() -> Callable[[ExitStack], None]:
+    """The compartment lane's loose (ORed) list ordered by how many of the query's words each compartment matches,
+    then by BM25 (coordination-level matching)."""
+    from magic_context.search import lanes
+    from magic_context.store import search_index as idx
+
+    match = idx.match_compartments
+
+    def patched_match(conn: sqlite3.Connection, pk: int, expression: str, cutoff: int, limit: int) -> list[Any]:
+        rows = match(conn, pk, expression, cutoff, limit)
+        if " OR " not in expression or not rows:
+            return rows
+        ids = [r["id"] for r in rows]
+        count = dict.fromkeys(ids, 0)
+        marks = ",".join("?" * len(ids))
+        for word in expression.split(" OR "):
+            for (rowid,) in conn.execute(f"SELECT rowid FROM compartment_fts WHERE compartment_fts MATCH ? AND rowid "
+                                         f"IN ({marks})", [word.strip(), *ids]):
+                count[rowid] += 1
+        return sorted(rows, key=lambda r: -count[r["id"]])  # stable: BM25 order within a count
+    return lambda stack: stack.enter_context(patched(lanes.idx, "match_compartments", patched_match))
+
+
+def hubness_corrected(beta: float) -> Callable[[ExitStack], None]:
+    """A compartment's cosine minus `beta` × its mean cosine to the session's other compartments (a hub — a summary
+    near every query — loses its head start)."""
+    import numpy as np
+
+    from magic_context.search import lanes, vectorfile
+
+    def semantic(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int) -> dict[int, tuple[float, int, int, str]]:
+        matrix = vectorfile.load(conn, "compartment", str(pk), q.model_id or "", q.vector.shape[0])
+        if len(matrix) == 0:
+            return {}
+        keep = np.flatnonzero((matrix["end"] >= 0) & (matrix["end"] <= cutoff))
+        vectors = np.asarray(matrix["vec"], dtype=np.float32)[keep]
+        hub = np.zeros(len(matrix), dtype=np.float32)
+        if len(keep) > 1:
+            sims = vectors @ vectors.T
+            hub[keep] = (sims.sum(1) - np.diag(sims)) / (len(keep) - 1)
+        scores = vectorfile.cosines(matrix, q.vector) - beta * hub
+        top = keep[np.argsort(-scores[keep], kind="stable")[:lanes.SEMANTIC_CANDIDATES]]
+        return {int(matrix["ref"][i]): (max(0.0, min(1.0, float(scores[i]))), int(matrix["start"][i]),
+                                        int(matrix["end"][i]), "") for i in top}
+    return lambda stack: stack.enter_context(patched(lanes, "_semantic_compartments", semantic))
+
+
 def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
     """(name, providers, apply) — `apply` enters its patches on the stack."""
     from magic_context.search import engine, lanes
@@ -525,6 +639,13 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
              with_(lanes, "compartments", partial(range_bm25, 0.5, prose_only=False))),
             ("now: range BM25 re-rank 0.5, b=0", both, with_(lanes, "compartments", partial(range_bm25, 0.5, b=0.0))),
             ("now: range BM25 re-rank 0.25", both, with_(lanes, "compartments", partial(range_bm25, 0.25)))]
+    out += [("r3: current ranking", both, set_()),
+            ("r3: a message inside a better compartment hit moves behind", both, contained_messages_last()),
+            ("r3: a message slot at 5th", both, message_slot()),
+            ("r3: role words dropped from the loose query", both, role_words_dropped()),
+            ("r3: an identifier's matches, the person's first", both, person_first_matches()),
+            ("r3: compartments by coordination level, then BM25", both, coordination_first()),
+            ("r3: compartment cosines hubness-corrected 0.5", local, hubness_corrected(0.5))]
     from magic_context.store import search_index
 
     out += [(f"compartment title weight {w} in BM25", both,

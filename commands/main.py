@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         code = hook.main([a for a in argv[1:] if a != "--debug"], debug=_debug_enabled(argv))
         if in_process:
             return code  # called in-process (tests, embedding): leave the interpreter alone
-        # The hook process is done: skip interpreter teardown and SQLite's checkpoint-on-close (the WAL
-        # is durable and checkpoints itself past wal_autocheckpoint). Saves ~15-25 ms per LLM call.
+        # The hook process is done: skip interpreter teardown. Saves ~15-25 ms per LLM call. (The pass has
+        # closed its database connection already, so SQLite's checkpoint-on-close did run: see the README.)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

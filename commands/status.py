@@ -104,7 +104,7 @@ def _render(data: dict) -> None:
             table = Table("pass", "bust", "reason", "before", "after", "ms", box=None, header_style="bold")
             for report in data["passes"]:
                 table.add_row(report.get("pass", "?"), "yes" if report.get("bust") else "no",
-                              str(report.get("reason", ""))[:60], f"{report.get('tokens_before', 0):,}",
+                              str(report.get("reason", ""))[:72], f"{report.get('tokens_before', 0):,}",
                               f"{report.get('tokens_after', 0):,}", f"{report.get('ms', 0):.1f}")
             out.print(table)
     out.print("[bold]paths[/bold]")

@@ -598,7 +598,8 @@ def test_a_pass_stores_its_state_session_row_and_report_at_its_time(monkeypatch)
     serve(dict(envelope([U1, A1, R1], NOW), session_id="kept"))
     state, row, reports = _stored("kept")
     meta = {"max_sequence": -1, "max_memory_id": 0, "memory_ids": [], "memory_cursor": 0,
-            "model_key": "anthropic/claude-sonnet-4-5", "system_hash": "1dc69e447c17301c", "materialized_at": NOW}
+            "model_key": "anthropic/claude-sonnet-4-5", "system_hash": "1dc69e447c17301c", "materialized_at": NOW,
+            "settings": {"compaction.enabled": True, "memory.enabled": True}}
     m1 = "<session-history-since>(no new content since last materialization)</session-history-since>"
     values = {"date": "Today's date: 2025-11-24", "fold_through": -1, "last_pass_at": NOW,
               "m0": "<session-history></session-history>", "m0_meta": meta, "m0_tokens": 9, "m1": m1,
@@ -951,7 +952,7 @@ def test_old_reasoning_is_stripped_on_a_busting_pass_and_its_size_is_kept_with_t
     assert rep["pass"] == "fold" and kept["messages"][3]["content"] == [{"type": "text", "text": "§2§ Done."}]
     user_file.write_text("clear_reasoning_age = 1\n[compaction]\nenabled = false\n")
     whole, _, _ = serve(dict(envelope([U1, think, *turns, U2], NOW + 2000, model="claude-opus-5"), session_id="think"))
-    assert whole["messages"][3]["content"] == think["content"]  # compaction off: served as sent
+    assert whole["messages"][-len(turns) - 2]["content"] == think["content"]  # compaction off: served as sent
 
 
 def test_the_skim_follows_a_watermark_of_zero_and_is_never_tried_without_a_watermark(monkeypatch) -> None:
@@ -1465,3 +1466,98 @@ def test_an_emergency_that_compacting_would_cure_waits_for_the_running_historian
     assert caught.value.message == "context at 97% of the 20000-token window and nothing could be folded"
     assert caught.value.fix == ("the historian is compacting older history now: retry once `mc status --session "
                                 "busy` no longer shows it running")
+
+
+def _user_config(text: str) -> None:
+    from pathlib import Path
+
+    from magic_context import paths
+
+    user_file = Path(paths.user_config_file())
+    user_file.parent.mkdir(parents=True, exist_ok=True)
+    user_file.write_text(text)
+
+
+HISTORY_HEAD = "<session-history>\n## 0-2 · the bug\nread a.py, fixed it\n</session-history>"
+MEMORY_HEAD = "<project-memory>\n<PROJECT_RULES>\n#1: tests run on real SQLite\n</PROJECT_RULES>\n</project-memory>"
+
+
+def _folded_session(session: str) -> tuple[list, dict]:
+    """A session whose head shows a compartment over U1, A1 and R1 (folded out of the array) and a memory."""
+    history = [U1, A1, R1, A2, U2]
+    serve(dict(envelope(history, NOW), session_id=session))
+    _publish(session, 2)
+    folded, rep, _ = serve(dict(envelope(history, NOW + 1000, system="Be long."), session_id=session))
+    assert rep["reason"] == "system prompt changed"
+    assert folded["messages"][0]["content"][0]["text"] == HISTORY_HEAD + "\n\n" + MEMORY_HEAD
+    assert [m["content"] for m in folded["messages"][2:]] == ["§4§ Fixed it.", "§5§ thanks"]
+    return history, folded
+
+
+def test_turning_compaction_off_then_on_mid_session_is_a_hard_fold_each_way_and_shows_history_once() -> None:
+    """`_schedule`: the head a pass replays must have been rendered under the pass's `compaction.enabled`. Turned
+    off, the array is served whole, so a replayed m[0] with its `<session-history>` showed the agent the folded
+    history twice until the next bust; turned on again, the array is folded but a head rendered with compaction
+    off holds no history, so the folded part was shown nowhere. Each flip is a HARD fold that says why (the
+    system prompt changes with it anyway: the guidance comes and goes), and the passes after it defer."""
+    history, folded = _folded_session("flip")
+    at = NOW + 2000
+    _user_config("[compaction]\nenabled = false\n")
+    off, rep, _ = serve(dict(envelope(history, at, system="Be long."), session_id="flip"))
+    assert (rep["pass"], rep["bust"], rep["reason"]) == ("fold", True, "config changed (compaction.enabled = false)")
+    assert off["messages"][0]["content"][0]["text"] == MEMORY_HEAD  # the memories stay, the history goes
+    assert off["system"] == "Be long." and folded["system"].startswith("Be long." + GUIDANCE)
+    assert [m["content"] for m in off["messages"][2:]] == [U1["content"], A1["content"], R1["content"],
+                                                           A2["content"], U2["content"]]  # whole, untagged
+    again, rep, _ = serve(dict(envelope(history, at + 1000, system="Be long."), session_id="flip"))
+    assert (rep["pass"], rep["reason"]) == ("defer", "defer: within threshold, cache warm")
+    assert (again["messages"], again["system"]) == (off["messages"], off["system"])
+
+    _user_config("")
+    on, rep, _ = serve(dict(envelope(history, at + 2000, system="Be long."), session_id="flip"))
+    assert (rep["pass"], rep["bust"], rep["reason"]) == ("fold", True, "config changed (compaction.enabled = true)")
+    assert on["messages"] == folded["messages"]  # the history back in m[0], folded out of the array again
+    assert on["system"] == folded["system"]
+    again, rep, _ = serve(dict(envelope(history, at + 3000, system="Be long."), session_id="flip"))
+    assert (rep["pass"], again["messages"], again["system"]) == ("defer", on["messages"], on["system"])
+
+
+def test_turning_memory_off_mid_session_is_a_hard_fold_that_takes_the_memories_out_of_the_head() -> None:
+    """`memory.enabled` decides what m[0] shows as compaction does: its flip re-renders the head at once
+    (the seed's render-config HARD path) rather than serving the memories until the next natural fold."""
+    history, folded = _folded_session("forget")
+    _user_config("[memory]\nenabled = false\n")
+    out, rep, _ = serve(dict(envelope(history, NOW + 2000, system="Be long."), session_id="forget"))
+    assert (rep["pass"], rep["reason"]) == ("fold", "config changed (memory.enabled = false)")
+    assert out["messages"][0]["content"][0]["text"] == HISTORY_HEAD
+    assert out["messages"][2:] == folded["messages"][2:]
+    _user_config("[memory]\nenabled = false\n[compaction]\nenabled = false\n")
+    _, rep, _ = serve(dict(envelope(history, NOW + 3000, system="Be long."), session_id="forget"))
+    assert rep["reason"] == "config changed (compaction.enabled = false)"
+    _user_config("")
+    _, rep, _ = serve(dict(envelope(history, NOW + 4000, system="Be long."), session_id="forget"))
+    assert rep["reason"] == "config changed (compaction.enabled = true, memory.enabled = true)"
+
+
+def test_a_read_only_pass_after_a_flip_serves_the_history_raw_and_once_without_the_stale_head() -> None:
+    """Last known good cannot re-render: a stored head rendered under the other `compaction.enabled` is left out,
+    and nothing is folded against it, so the history is served raw and once in either direction."""
+    from magic_context.transform import pipeline, protocol
+
+    history, _ = _folded_session("lkg-flip")
+
+    def read_only(at: int) -> dict:
+        document = json.loads(json.dumps(dict(envelope(history, at, system="Be long."), session_id="lkg-flip")))
+        result = pipeline.run(protocol.read_input(document, {}), readonly=True)
+        assert (result.report["pass"], result.report["bust"]) == ("defer", False)
+        return result.document
+
+    _user_config("[compaction]\nenabled = false\n")
+    out = read_only(NOW + 2000)
+    assert [m["content"] for m in out["messages"]] == [m["content"] for m in history]  # no head: it held history
+    serve(dict(envelope(history, NOW + 3000, system="Be long."), session_id="lkg-flip"))  # renders a head without
+    _user_config("")
+    out = read_only(NOW + 4000)  # compaction on again, but the stored head holds no history: nothing is folded
+    assert [m["content"] for m in out["messages"]] == \
+        ["§1§ fix the bug", [{"type": "text", "text": "§2§ Reading."}, A1["content"][1]],
+         [{"type": "tool_result", "tool_use_id": "tu1", "content": "§3§ x = 1"}], "§4§ Fixed it.", "§5§ thanks"]

@@ -304,6 +304,43 @@ def test_compaction_off_keeps_knowledge_only(mc, isolated_dirs) -> None:
     assert "§" not in text and "<session-history>" not in text
 
 
+def test_a_compaction_flip_mid_session_folds_once_says_why_and_never_shows_history_twice(mc, isolated_dirs) -> None:
+    # Turned off after history was folded: the next pass re-renders the head without the <session-history>
+    # and serves the array whole (the stored head replayed over the whole array showed the history twice).
+    done = {"role": "assistant", "content": [{"type": "text", "text": "Done"}], "api": "anthropic-messages",
+            "provider": "anthropic", "model": "claude", "stopReason": "stop", "timestamp": NOW - 57_000}
+    messages = [*PI_ARRAY, done, {"role": "user", "content": "thanks", "timestamp": NOW - 56_000}]
+
+    def served(seconds: int, model: str = "claude-opus-5") -> tuple[dict, dict]:
+        result, out = run(mc, envelope(messages, harness="pi", now=NOW + seconds * 1000,
+                                       model={"provider": "anthropic", "id": model}), "--report")
+        assert result.returncode == 0, result.stderr
+        return out, json.loads(result.stderr.decode().strip().splitlines()[-1])
+
+    served(0, "claude-sonnet-4-5")
+    assert mc("wrapup", "--session", "s1", "--keep", "2").returncode == 0
+    folded, report = served(1)
+    assert report["reason"] == "model changed"
+    assert dumps(folded["messages"]).count("hello") == 1 and "<session-history>" in dumps(folded["messages"][0])
+    config = isolated_dirs["config"]
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text("[compaction]\nenabled = false\n")
+    off, report = served(2)
+    assert (report["pass"], report["reason"]) == ("fold", "config changed (compaction.enabled = false)")
+    assert "<session-history>\n" not in dumps(off["messages"]) and dumps(off["messages"]).count("hello") == 1
+    again, report = served(3)
+    assert (report["pass"], again["messages"]) == ("defer", off["messages"])
+    status = json.loads(mc("status", "--session", "s1", "--json").stdout)["data"]
+    assert [p["reason"] for p in status["passes"][-2:]] == ["config changed (compaction.enabled = false)",
+                                                            "defer: within threshold, cache warm"]
+    (config / "config.toml").write_text("[memory]\nenabled = false\n")  # both at once: both named, in full
+    on, report = served(4)
+    reason = "config changed (compaction.enabled = true, memory.enabled = false)"
+    assert report["reason"] == reason and on["messages"][2:] == folded["messages"][2:]
+    human = mc("status", "--session", "s1", env={"COLUMNS": "160"})
+    assert human.returncode == 0 and reason in human.stdout.decode()
+
+
 def test_status_after_passes(mc) -> None:
     run(mc, envelope(PI_ARRAY, harness="pi"))
     result = mc("status", "--json")

@@ -335,7 +335,10 @@ def _view(p: Pass) -> View:
 
     # History the historian folded into compartments leaves the served array; the watermark is frozen
     # between busts (it only advances on a pass that busts anyway) so defer passes replay the same bytes.
-    fold_through = int(state.get("fold_through", -1)) if p.compaction and p.primary else -1
+    # Nothing is folded against a head rendered under other settings: a written pass re-renders it (a HARD
+    # fold, which refolds), a read-only one leaves it out, so the history is shown once either way.
+    stale = p.stale_head(state.get("m0_meta") or {})
+    fold_through = int(state.get("fold_through", -1)) if p.compaction and p.primary and not stale else -1
     skim = int(state.get("skim_hint", 0)) if fold_through >= 0 and SKIM_FOLDED else 0
     all_messages, sync = _decode_and_sync(conn, inp, p.codec, pk, skim=skim, fold_through=fold_through,
                                           readonly=p.readonly)
@@ -355,7 +358,7 @@ def _view(p: Pass) -> View:
         sites, new_tags = [], []
     by_number, protected_from, newest = _protection(sites, _protected_count(p))
     return View(pk, project_id, state, counter, all_messages, sync, fold_through, messages, msg_tokens, known,
-                 sites, new_tags, by_number, protected_from, newest, previews)
+                 sites, new_tags, by_number, protected_from, newest, previews, stale)
 
 
 def _measure(p: Pass, view: View) -> Measure:
@@ -379,7 +382,8 @@ def _measure(p: Pass, view: View) -> Measure:
     threshold = scheduler.threshold_percent(float(percent), token_threshold, limit.tokens)
     ttl = duration_ms(str(hot.for_model("cache_ttl", model_key)))
 
-    head_tokens = int(state.get("m0_tokens", 0)) + int(state.get("m1_tokens", 0)) if p.with_head else 0
+    served_head = p.with_head and not (view.stale and p.readonly)  # (see `_head`)
+    head_tokens = int(state.get("m0_tokens", 0)) + int(state.get("m1_tokens", 0)) if served_head else 0
     anchors = list(state.get("nudges") or [])
     nudge_tokens = sum(_estimate(a.get("text", "")) for a in anchors)  # ctx_reduce and notes nudges
     sizes = Sizes(reduce_ok, head_tokens, system_tokens, nudge_tokens)
@@ -409,6 +413,8 @@ def _schedule(p: Pass, view: View, meas: Measure) -> Schedule:
             hard_reasons.append("first render")
         elif view.sync.divergences:
             hard_reasons.append("history rewritten by the harness (" + view.sync.divergences[0][0] + ")")
+        elif view.stale:  # the stored head is wrong for this pass's array, not merely stale (`Pass.head_settings`)
+            hard_reasons.append("config changed (" + ", ".join(view.stale) + ")")
         elif m0_meta.get("model_key") != meas.model_key:
             hard_reasons.append("model changed")
         elif m0_meta.get("system_hash") != meas.system_hash:
@@ -434,7 +440,7 @@ def _refold(p: Pass, view: View) -> View:
     by_number, protected_from, _newest = _protection(sites, _protected_count(p))
     return View(view.pk, view.project_id, view.state, view.counter, view.all_messages, view.sync, int(folded),
                  messages, msg_tokens, view.known, sites, view.new_tags, by_number, protected_from, view.newest,
-                 view.previews)
+                 view.previews, view.stale)
 
 
 def _decide(p: Pass, view: View, meas: Measure, sched: Schedule, *, refolded: bool = False) -> Decisions:
@@ -580,6 +586,8 @@ def _head(p: Pass, view: View, meas: Measure, sched: Schedule, kept: list[m.Mess
     `kept`, after any leading system messages."""
     state = view.state
     m0_text, m1_text, m0_meta = state.get("m0"), state.get("m1"), sched.m0_meta
+    if view.stale and p.readonly:  # last known good cannot re-render a head rendered under other settings:
+        m0_text = m1_text = None  # it is left out (and `_view` folded nothing against it)
     hard, hard_reasons = sched.hard, sched.hard_reasons
     created = None
     if sched.with_head and sched.bust:  # (a HARD fold always busts)
@@ -595,7 +603,7 @@ def _head(p: Pass, view: View, meas: Measure, sched: Schedule, kept: list[m.Mess
             m1_text = history_render.M1_PLACEHOLDER
             visible_memories = list(watermarks.get("memory_ids", []))
             m0_meta = {**watermarks, "model_key": meas.model_key, "system_hash": meas.system_hash,
-                       "materialized_at": p.inp.now_ms}
+                       "materialized_at": p.inp.now_ms, "settings": p.head_settings}
         state.set(head.VISIBLE_MEMORY_KEY, visible_memories)  # saved with the pass (never on a read-only one)
     if sched.with_head and m0_text is not None and m1_text is not None:
         lead = 0

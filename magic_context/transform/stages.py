@@ -47,6 +47,24 @@ class Pass:
         docs only); a subagent under compaction is served none, though its session may hold the primary's."""
         return (self.compaction and self.primary) or not self.compaction
 
+    @property
+    def head_settings(self) -> dict[str, bool]:
+        """The settings m[0] is rendered under that the rest of the request depends on (stored with the head):
+        `compaction.enabled` decides both whether m[0] holds the `<session-history>` and whether the array is
+        folded, `memory.enabled` whether the head shows memories at all (the seed's render-config HARD path).
+        A head stored under other values is wrong for this pass, not merely stale. The rendering parameters
+        (budgets, `temporal_awareness`, `dreamer.inject_docs`: like a docs edit) ride the next natural fold."""
+        return {"compaction.enabled": self.compaction, "memory.enabled": bool(self.hot["memory.enabled"])}
+
+    def stale_head(self, m0_meta: dict) -> list[str]:
+        """The head settings (`name = value`, as now) that differ from those the stored head was rendered under;
+        a head stored before the settings were kept names none and is trusted until its next fold."""
+        if not self.with_head:
+            return []
+        stored = m0_meta.get("settings") or {}
+        return [f"{name} = {'true' if value else 'false'}" for name, value in self.head_settings.items()
+                if name in stored and stored[name] != value]
+
 
 @record
 class View:
@@ -68,6 +86,7 @@ class View:
     protected_from: int  # tag numbers from here on are protected
     newest: int  # the newest active tag number
     previews: list[tagger.Site]  # new oversized outputs/pastes served as bounded previews (marked dropped)
+    stale: list[str]  # head settings changed since the stored head was rendered (`Pass.stale_head`)
 
 
 @record
