@@ -60,7 +60,7 @@ def test_visible_ids_match_what_the_head_shows(tmp_path: Path, first, second) ->
         for op in first:
             _apply(conn, pid, op, NOW)
         conv = chat(1)
-        m0, _ = heads(serve(proj, conv, NOW, session=session)[0])
+        m0, m1 = heads(serve(proj, conv, NOW, session=session)[0])
         pk = find_session(conn, session)
         shown = {int(i) for i in LINE.findall(m0)}
         assert shown == {r["id"] for r in store.eligible(conn, pid, NOW)}
@@ -70,7 +70,8 @@ def test_visible_ids_match_what_the_head_shows(tmp_path: Path, first, second) ->
         big = [*conv, {"role": "user", "content": "x " * 7000}]  # over 65% of 10 000 (OpenAI Chat), under 85%
         served, report = serve(proj, big, NOW + MINUTE, limit=10_000, session=session)
         soft_m0, soft_m1 = heads(served)
-        assert report["pass"] == "execute" and soft_m0 == m0
+        # a pass over the threshold that frees nothing busts only to show a changed m[1] (reclaim.worth_a_bust)
+        assert report["pass"] == ("defer" if soft_m1 == m1 else "execute") and soft_m0 == m0
         gone = {int(i) for i in GONE.findall(soft_m1)}
         expected = (shown - gone) | {int(i) for i in LINE.findall(soft_m1)}
         assert set(store.visible_ids(conn, pk)) == expected

@@ -163,17 +163,47 @@ def test_a_pass_over_the_threshold_drops_the_oldest_outputs_and_later_passes_kee
     isolated_dirs["config"].mkdir(parents=True, exist_ok=True)  # the figures below are for a 65% threshold
     (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 65\n", encoding="utf-8")
     messages = _tools(40)
-    _, rep, _ = serve(_at(NOW, 1000, 20_000, "over", messages))
+    _, rep, _ = serve(_at(NOW, 1000, 12_000, "over", messages))
     assert (rep["pass"], rep["threshold_percent"], rep["tags"], rep["raw_written"]) == ("fold", 65.0, 43, 83)
-    out, rep, _ = serve(_at(NOW + 2000, 14_000, 20_000, "over", messages))
+    out, rep, _ = serve(_at(NOW + 2000, 8_400, 12_000, "over", messages))
     assert rep == {**rep, "pass": "execute", "bust": True, "reason": "usage 70.1% ≥ threshold 65%",
-                   "tokens_before": 5295, "tokens_after": 2484, "dropped": 22, "new_drops": 22, "usage_tokens": 14_015,
+                   "tokens_before": 5295, "tokens_after": 2484, "dropped": 22, "new_drops": 22, "usage_tokens": 8_415,
                    "usage_source": "provider", "pending_drops": 0}
     text = json.dumps(out)
     assert [i for i in range(40) if f"OUT{i} " in text] == list(range(22, 40))
-    again, rep, _ = serve(_at(NOW + 3000, 14_000, 20_000, "over", messages))
+    again, rep, _ = serve(_at(NOW + 3000, 8_400, 12_000, "over", messages))
     assert (rep["dropped"], rep["new_drops"], rep["tokens_after"]) == (22, 0, 2484)
     assert again["messages"] == out["messages"]
+
+
+def test_a_pass_over_the_threshold_whose_drops_save_too_little_is_held_until_the_force_band(isolated_dirs,
+                                                                                          monkeypatch) -> None:
+    """`reclaim.worth_a_bust`: at 70% of a 20 000-token window (65% threshold: 13 000) the 22 droppable outputs
+    save ~2 700 tokens, under a quarter of the threshold (3 250), so the pass defers — the previous bytes, no drop
+    stored — instead of re-writing the whole request for them; the force band (85%) busts whatever it saves."""
+    from magic_context.history import runner
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)  # 85% starts the historian
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 65\n", encoding="utf-8")
+    messages = _tools(40)
+    first, _, _ = serve(_at(NOW, 1000, 20_000, "held", messages))
+    for now in (NOW + 2000, NOW + 3000):
+        out, rep, _ = serve(_at(now, 14_000, 20_000, "held", messages))
+        assert (rep["pass"], rep["bust"], rep["reason"], rep["dropped"], rep["new_drops"]) == (
+            "defer", False, "defer: a bust would save only 2728 tokens", 0, 0)
+        assert out["messages"] == first["messages"]
+    out, rep, _ = serve(_at(NOW + 4000, 17_000, 20_000, "held", messages))
+    assert (rep["pass"], rep["bust"], rep["reason"], rep["dropped"]) == (
+        "execute", True, "usage 85.1% ≥ threshold 65%", 22)
+    assert [i for i in range(40) if f"OUT{i} " in json.dumps(out)] == list(range(22, 40))
+
+
+def test_a_bust_is_worth_it_from_a_quarter_of_the_threshold_on() -> None:
+    from magic_context.transform import reclaim
+
+    assert reclaim.worth_a_bust(2500, 10_000) and reclaim.worth_a_bust(2501, 10_000)
+    assert not reclaim.worth_a_bust(2499, 10_000) and not reclaim.worth_a_bust(0, 10_000)
 
 
 def test_a_window_the_fixed_part_fills_is_an_emergency_with_the_advice_that_works() -> None:
@@ -493,8 +523,9 @@ def test_a_refolding_pass_runs_every_lane_on_the_refolded_tags() -> None:
     assert out["messages"][1]["content"][0]["text"].startswith(
         "<session-history-since>\n<new-compartments>\n## 0-10 · the bug\n")
     assert out["messages"][-1]["content"].startswith("[preview §45§: 1 lines, ~10,102 tokens")
-    again, rep, _ = serve(_at(NOW + 3000, 60_000, 100_000, "lanes", more))
-    assert (rep["pass"], rep["dropped"], rep["new_drops"]) == ("execute", 20, 0)
+    again, rep, _ = serve(_at(NOW + 3000, 60_000, 100_000, "lanes", more))  # nothing left to drop: held
+    assert (rep["pass"], rep["reason"], rep["dropped"], rep["new_drops"]) == (
+        "defer", "defer: a bust would save only 0 tokens", 20, 0)
     assert again["messages"] == out["messages"]
 
 

@@ -81,7 +81,7 @@ def test_interactive_sessions_bust_at_40_percent_but_not_below_10000_tokens(limi
 
 @pytest.mark.parametrize(("limit", "expected"), [
     (None, 40.0), (200_000, 40.0), (22_000, 40.0), (16_250, 40.0),  # 40% whenever that is ≥ 6 500 tokens
-    (13_200, 49.2), (10_000, 65.0), (8_200, 79.3), (8_125, 80.0), (3_000, 80.0),  # raised to 6 500, ≤ 80%
+    (13_200, 49.2), (10_000, 65.0), (8_125, 80.0), (7_700, 84.4), (7_647, 85.0), (3_000, 85.0),  # to 6 500, ≤ 85%
 ])
 def test_autonomous_runs_bust_at_40_percent_but_not_below_6500_tokens(limit, expected) -> None:
     assert scheduler.default_threshold("openai", limit) == expected

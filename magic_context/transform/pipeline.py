@@ -278,9 +278,12 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     view = _view(p)
     meas = _measure(p, view)
     sched = _schedule(p, view, meas)
+    unfolded = view
     if sched.mutate and primary:
         view = _refold(p, view)
-    decisions = _decide(p, view, meas, sched)
+    decisions = _decide(p, view, meas, sched, refolded=view is not unfolded)
+    if decisions.held:  # the pass defers after all: no head re-render, no new date line
+        sched = Schedule(sched.with_head, sched.m0_meta, sched.hard_reasons, sched.hard, False, sched.historian, False)
     served = _apply(p, view, meas, decisions)
     head_out = _head(p, view, meas, sched, served.kept)
     messages_out = codec.encode(served.kept)
@@ -440,9 +443,11 @@ def _refold(p: Pass, view: View) -> View:
                  view.previews, view.stale)
 
 
-def _decide(p: Pass, view: View, meas: Measure, sched: Schedule) -> Decisions:
+def _decide(p: Pass, view: View, meas: Measure, sched: Schedule, *, refolded: bool = False) -> Decisions:
     """The drop lanes (queued ctx_reduce drops, duplicates, stale reduces, age, smart) and old reasoning, then
-    the pressure reclaim well below the threshold; only on a pass allowed to change the prefix."""
+    the pressure reclaim well below the threshold; only on a pass allowed to change the prefix. A pass that only
+    crossed the threshold (no HARD fold, no force band, no new compartments: `refolded`, m[1] unchanged) keeps none
+    of it when it saves too little to pay for the bust (`reclaim.worth_a_bust`): it is held, served as a defer."""
     stripped = set(view.state.get("stripped_reasoning") or [])
     previews: list[heuristics.Drop] = []
     if view.previews:  # oversized new content is previewed on every pass, busting or not (it is new)
@@ -462,6 +467,8 @@ def _decide(p: Pass, view: View, meas: Measure, sched: Schedule) -> Decisions:
     if hot["smart_drops"]:
         lanes += heuristics.smart_drops(sites, protected_from)
     new_drops = [*previews, *heuristics.dedupe(lanes)]  # previews (already marked dropped) first
+    was = {id(d.site.tag): (d.site.tag.status, d.site.tag.drop_mode) for d in new_drops}
+    kept_stripped = set(stripped)
     for drop in new_drops:
         drop.site.tag.status, drop.site.tag.drop_mode = tag_store.DROPPED, drop.mode
     stripped |= heuristics.old_reasoning(view.messages, sites, p.inp.harness, newest=view.newest,
@@ -472,9 +479,17 @@ def _decide(p: Pass, view: View, meas: Measure, sched: Schedule) -> Decisions:
         target = int(reclaim.TARGET_SHARE_OF_THRESHOLD * meas.threshold / 100 * limit.tokens)
         plan = reclaim.plan(sites, projected, target, protected_from, include_protected=meas.decision.block_band)
         for drop in plan.drops:
+            was[id(drop.site.tag)] = (drop.site.tag.status, drop.site.tag.drop_mode)
             drop.site.tag.status, drop.site.tag.drop_mode = tag_store.DROPPED, drop.mode
         new_drops += plan.drops
         projected -= plan.reclaimed_tokens
+    optional = not (sched.hard or meas.force or meas.decision.force or refolded)
+    if optional and not reclaim.worth_a_bust(meas.usage_tokens - projected, meas.threshold / 100 * limit.tokens) \
+            and _m1_unchanged(p, view, meas, sched):
+        for drop in new_drops[len(previews):]:  # served as a defer: the stored decisions, nothing new
+            drop.site.tag.status, drop.site.tag.drop_mode = was[id(drop.site.tag)]
+        return Decisions(previews, [], kept_stripped,
+                         held=f"a bust would save only {meas.usage_tokens - projected} tokens")
     if meas.decision.block_band and limit.proven and meas.reported is not None and p.primary and \
             projected >= scheduler.BLOCK_PERCENT / 100 * limit.tokens:
         raise ContextEmergency(
@@ -545,10 +560,31 @@ def _apply(p: Pass, view: View, meas: Measure, decisions: Decisions) -> Served:
     return Served(kept, pristine, reasoning_cache, nudge_state)
 
 
+def _head_context(p: Pass, view: View, meas: Measure) -> head.HeadContext:
+    from magic_context.history import render as history_render
+
+    hot = p.hot
+    return head.HeadContext(
+        session_pk=view.pk, project_id=view.project_id, project_dir=p.inp.project_dir,
+        history_budget=int(hot["history_budget_percentage"] * meas.limit.tokens),  # of the window
+        memory_budget=int(hot["memory.injection_budget_tokens"]), temporal=bool(hot["temporal_awareness"]),
+        include_history=p.compaction and p.primary, include_memory=bool(hot["memory.enabled"]),
+        include_docs=bool(hot["dreamer.inject_docs"]),
+        estimate=history_render.estimate_tokens, now_ms=p.inp.now_ms, harness=p.inp.harness)
+
+
+def _m1_unchanged(p: Pass, view: View, meas: Measure, sched: Schedule) -> bool:
+    """Whether a SOFT bust would serve the stored m[1] again (no memory update or compartment to show)."""
+    stored = view.state.get("m1")
+    if not sched.with_head or stored is None:
+        return True
+    return head.render_m1(p.conn, _head_context(p, view, meas), sched.m0_meta)[0] == stored
+
+
 def _head(p: Pass, view: View, meas: Measure, sched: Schedule, kept: list[m.Message]) -> Head:
     """m[0] / m[1]: re-rendered on a busting pass (defer passes replay the stored text), then put in front of
     `kept`, after any leading system messages."""
-    state, hot = view.state, p.hot
+    state = view.state
     m0_text, m1_text, m0_meta = state.get("m0"), state.get("m1"), sched.m0_meta
     if view.stale and p.readonly:  # last known good cannot re-render a head rendered under other settings:
         m0_text = m1_text = None  # it is left out (and `_view` folded nothing against it)
@@ -557,13 +593,7 @@ def _head(p: Pass, view: View, meas: Measure, sched: Schedule, kept: list[m.Mess
     if sched.with_head and sched.bust:  # (a HARD fold always busts)
         from magic_context.history import render as history_render
 
-        ctx = head.HeadContext(
-            session_pk=view.pk, project_id=view.project_id, project_dir=p.inp.project_dir,
-            history_budget=int(hot["history_budget_percentage"] * meas.limit.tokens),  # of the window
-            memory_budget=int(hot["memory.injection_budget_tokens"]), temporal=bool(hot["temporal_awareness"]),
-            include_history=p.compaction and p.primary, include_memory=bool(hot["memory.enabled"]),
-            include_docs=bool(hot["dreamer.inject_docs"]),
-            estimate=history_render.estimate_tokens, now_ms=p.inp.now_ms, harness=p.inp.harness)
+        ctx = _head_context(p, view, meas)
         if not hard:
             m1_text, visible_memories = head.render_m1(p.conn, ctx, m0_meta)
             if head.m1_too_large(m1_text, ctx):
@@ -632,7 +662,7 @@ def _report(p: Pass, view: View, meas: Measure, sched: Schedule, *, decisions: D
     report = {
         "pass": pass_kind, "bust": bust,
         "reason": "; ".join(head_out.hard_reasons) if hard else (decision.reason if bust else
-                                                                  "defer: " + decision.reason),
+                                                                  "defer: " + (decisions.held or decision.reason)),
         "tokens_before": sum(view.msg_tokens) + meas.sizes.system_tokens, "tokens_after": tokens_after,
         "tags": len(view.sites), "dropped": sum(1 for s in view.sites if s.tag.dropped), "pending_drops": pending_left,
         "historian": sched.historian, "ms": round((time.perf_counter() - p.started) * 1000, 2),

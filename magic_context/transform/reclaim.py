@@ -29,6 +29,24 @@ if TYPE_CHECKING:
 TARGET_SHARE_OF_THRESHOLD: Final = 0.20
 
 
+# A pass over the threshold busts only if its drops save at least this share of the threshold's tokens. A bust
+# writes the whole request after the first message it changes again (1.25× the input price, against 0.1× for a
+# read), so a drop-only bust that frees a few hundred tokens costs more than it saves: on pi_large-session at
+# 14 400 tokens (65% threshold) mc busted for a 14-token drop on one pass and a 440-token one on the next, then
+# the historian folded on the third; elsewhere a 1 800-token reclaim was followed by a fold 5 passes later.
+# Held back, the pass defers (its request stays cached) until a fold or a reclaim worth the re-write comes.
+# On the 12 bench rows (bench/results.md, "Small windows: held busts…") a quarter took pi_large at 14.4k from
+# 0.71 to 0.68 of Pi's compaction, pi_before at 36k 0.56 → 0.54 and at 72k 0.52 → 0.51, every other row unchanged,
+# retention equal or higher; a tenth left pi_large at 0.69, 0.4 matched a quarter, a half 0.68.
+# A HARD fold (the cache is cold anyway), the force band and a pass that folds new compartments always bust.
+MIN_GAIN_SHARE_OF_THRESHOLD: Final = 0.25
+
+
+def worth_a_bust(gain_tokens: int, threshold_tokens: float) -> bool:
+    """Whether drops saving `gain_tokens` pay for the bust they need (`MIN_GAIN_SHARE_OF_THRESHOLD`)."""
+    return gain_tokens >= MIN_GAIN_SHARE_OF_THRESHOLD * threshold_tokens
+
+
 @record(frozen=True)
 class ReclaimPlan:
     drops: list[Drop]
@@ -81,4 +99,5 @@ def plan(sites: list[Site], usage_tokens: int, target_tokens: int, protected_fro
     return ReclaimPlan(drops, reclaimed, target_tokens)
 
 
-__all__ = ["TARGET_SHARE_OF_THRESHOLD", "ReclaimPlan", "plan", "saving"]
+__all__ = ["MIN_GAIN_SHARE_OF_THRESHOLD", "TARGET_SHARE_OF_THRESHOLD", "ReclaimPlan", "plan", "saving",
+           "worth_a_bust"]

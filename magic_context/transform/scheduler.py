@@ -111,12 +111,18 @@ class Decision:
 # or more, and the re-sent read share kept its ≥ 97% goal from about 6 500 up (sqlfluff at 10k: 94.9% at 50%,
 # 97.5% at 65%), so the default is 40% (the interactive one), raised so the request may reach
 # AUTONOMOUS_MIN_TRIGGER_TOKENS, at most 80%: 40% at 22k, 49% at 13.2k, 65% at 10k, 80% below.
+# The ceiling is 85% since (bench/results.md, "Small windows: held busts…"): in the 3-7k windows the trigger is
+# still under 6 500 tokens at 80%, and 85% cost less on all three (django 6.6k 0.64 → 0.63, sqlfluff 6k 0.70 →
+# 0.69, 3k 0.74 → 0.63, its re-sent read share 88% → 94%) with retention 2-4 points lower (83% vs native's 47%, 98%
+# vs 53%, 83% vs 50%), 0 passes over the window. The landscape is lumpy (whole busts move): 83% cost 0.64, 0.69,
+# 0.71 and 88% 0.65, 0.68, 0.64 on the same rows. 85% is where the force band starts
+# rising with the threshold (`history.trigger.emergency_percent`: threshold + 2 above 83%).
 DEFAULT_THRESHOLD: Final = 40.0
 INTERACTIVE_MAX_THRESHOLD: Final = 65.0
 INTERACTIVE_MIN_TRIGGER_TOKENS: Final = 10_000
 AUTONOMOUS_THRESHOLD: Final = 40.0
 AUTONOMOUS_MIN_TRIGGER_TOKENS: Final = 6_500
-AUTONOMOUS_MAX_THRESHOLD: Final = 80.0
+AUTONOMOUS_MAX_THRESHOLD: Final = 85.0
 AUTONOMOUS_HARNESSES: Final = frozenset({"openai"})
 
 
@@ -128,7 +134,7 @@ def autonomous(harness: str) -> bool:
 
 def default_threshold(harness: str, limit: int | None = None) -> float:
     """The execute threshold for `harness` (in a `limit`-token window) when the config sets none: 40%, raised
-    so a request may reach a token floor (6 500 for autonomous runs, at most 80%; 10 000 otherwise, at most
+    so a request may reach a token floor (6 500 for autonomous runs, at most 85%; 10 000 otherwise, at most
     65%). See DEFAULT_THRESHOLD and AUTONOMOUS_THRESHOLD for the sweeps behind each figure."""
     if autonomous(harness):
         base, least, most = AUTONOMOUS_THRESHOLD, AUTONOMOUS_MIN_TRIGGER_TOKENS, AUTONOMOUS_MAX_THRESHOLD

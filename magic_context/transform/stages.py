@@ -145,6 +145,7 @@ class Decisions:
     new_drops: list[heuristics.Drop]
     done_pending: list[int]
     stripped: set[str]
+    held: str = ""  # why a pass allowed to bust defers after all (`reclaim.worth_a_bust`); "" when it did not
 
 
 @record
