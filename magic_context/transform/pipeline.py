@@ -13,7 +13,7 @@ from magic_context import project as project_identity
 from magic_context.config.hot import HotConfig, duration_ms, load_hot
 from magic_context.errors import BadInput, ContextEmergency, StorageBusy
 from magic_context.history import trigger as history_trigger
-from magic_context.records import Factory, record
+from magic_context.records import Factory, record, replace
 from magic_context.store import compartments as compartment_store
 from magic_context.store import db as store_db
 from magic_context.store import leases, passes, sessions
@@ -283,7 +283,7 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
         view = _refold(p, view)
     decisions = _decide(p, view, meas, sched, refolded=view is not unfolded)
     if decisions.held:  # the pass defers after all: no head re-render, no new date line
-        sched = Schedule(sched.with_head, sched.m0_meta, sched.hard_reasons, sched.hard, False, sched.historian, False)
+        sched = replace(sched, bust=False, mutate=False)
     served = _apply(p, view, meas, decisions)
     head_out = _head(p, view, meas, sched, served.kept)
     messages_out = codec.encode(served.kept)
