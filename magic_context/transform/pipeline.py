@@ -551,6 +551,11 @@ def _apply(p: Pass, view: View, meas: Measure, decisions: Decisions) -> Served:
         if text:
             nudges.fire(kept, meas.anchors, text)
     state = view.state
+    if p.primary and not p.readonly and view.new_tags:  # a commit or a finished todo list is a trigger too (§2.3)
+        from magic_context.transform import note_nudge
+
+        if note_nudge.detect(sites):
+            state.set(note_nudge.TRIGGER_KEY, p.inp.now_ms)
     if p.primary and not p.readonly and state.get("note_trigger_at"):  # = note_nudge.TRIGGER_KEY: on a trigger only
         from magic_context.transform import note_nudge
 
