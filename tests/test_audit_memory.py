@@ -1,0 +1,48 @@
+"""Audit (#12 acceptance): memory claims no earlier test could fail on — the auto-promotion gates at publish
+(`memory.enabled`, `memory.auto_promote`) and m001 left as it landed."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+
+import pytest
+from historian_helpers import NOW, PiBuilder, compartments, store_pi
+
+from magic_context.config.model import MCConfig
+from magic_context.history import runner
+
+
+def _session(conn) -> int:
+    b = PiBuilder().user("Never commit secrets to the repo.").say("Understood, I will not commit secrets.")
+    b.user("ok").say("fine")
+    return store_pi(conn, b.messages)
+
+
+@pytest.mark.parametrize("memory", [{"auto_promote": False}, {"enabled": False}])
+def test_a_publish_promotes_no_fact_when_promotion_is_off(conn, memory) -> None:
+    pk = _session(conn)
+    result = runner.run_once(conn, pk, keep=1, now_ms=NOW, config=MCConfig.model_validate({"memory": memory}))
+    assert result.status == runner.PUBLISHED and compartments(conn, pk)  # compartments still publish
+    assert result.facts == 0
+    assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 0
+
+
+def test_a_publish_promotes_the_historians_facts_by_default(conn) -> None:
+    pk = _session(conn)
+    assert runner.run_once(conn, pk, keep=1, now_ms=NOW, config=MCConfig()).facts == 1
+    row = conn.execute("SELECT source_type, status, seen_count FROM memories").fetchone()
+    assert tuple(row) == ("historian", "active", 1)
+
+
+# m001 as it landed (d3da507 … eb7b332, whose only change was `db["memories"]` → `db.table("memories")`).
+# A schema change goes in a new migration: an edited m001 is never re-run on an existing database.
+M001_SHA256 = "1d1efe1573bebb5245f55d5e16796b466088321e18164a811c6ec61f54bc2ae0"
+
+
+def test_m001_is_never_edited() -> None:
+    from magic_context.store import migrations
+
+    source = inspect.getsource(migrations.m001_initial)
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    assert digest == M001_SHA256, "m001 changed: add a new migration instead (#12: never edit m001)"
