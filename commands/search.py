@@ -46,7 +46,7 @@ def search(
         from magic_context.errors import BadInput
 
         raise BadInput(f"--limit {limit} is out of range", fix=f"use 1 to {engine.MAX_LIMIT}")
-    since, until = scope.parse_date(date_from), scope.parse_date(date_to, end=True)
+    since, until = scope.date_window(date_from, date_to)
     conn = db.open_db()
     try:
         where = scope.resolve(conn, session=session, harness=harness, project=str(project) if project else None,

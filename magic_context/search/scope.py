@@ -60,4 +60,12 @@ def parse_date(value: str | None, *, end: bool = False) -> int | None:
     raise BadInput(f"date {value!r} is not YYYY-MM-DD", fix="e.g. --from 2026-11-01 --to 2026-11-30")
 
 
-__all__ = ["Scope", "parse_date", "resolve"]
+def date_window(date_from: str | None, date_to: str | None) -> tuple[int | None, int | None]:
+    """(since, until) epoch ms for `--from`/`--to`; BadInput when the window is empty (`--from` after `--to`)."""
+    since, until = parse_date(date_from), parse_date(date_to, end=True)
+    if since is not None and until is not None and since >= until:
+        raise BadInput(f"--from {date_from} is after --to {date_to}", fix="swap them, or widen the window")
+    return since, until
+
+
+__all__ = ["Scope", "date_window", "parse_date", "resolve"]
