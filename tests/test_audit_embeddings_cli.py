@@ -60,3 +60,5 @@ def test_a_down_provider_is_fts_with_a_warning_in_search_status_and_doctor(mc, d
     again = json.loads(mc("search", "walrus", "--session", "ses-emb", "--json").stdout)["data"]
     assert again["warnings"] == []
     assert any(h["match"] in ("hybrid", "semantic") for h in again["results"])
+    assert "embeddings failing" not in mc("status", "--session", "ses-emb").stdout.decode()  # README: until an
+    # embed succeeds (here the search's own), not until the next historian publish

@@ -103,6 +103,7 @@ def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: lis
             embed_messages(conn, pk, embedder, max_blocks=LAZY_BLOCKS, only_if_behind=True)
         if project_id:
             embed_memories(conn, project_id, embedder)
+        embed.clear_failure(conn)  # the provider answers again: `mc status` stops warning (README)
         return vector[0], embedder.message_view(vector)[0], embedder.model_id
     except embed.EmbeddingNotInstalled:
         return None, None, None  # the optional extra is absent: FTS only, quietly (`mc doctor` says so)
