@@ -29,3 +29,21 @@ def test_the_merge_orders_lanes_by_boosted_score_not_raw_score(conn) -> None:
     note = next(h for h in hits if h.source == "note")
     assert memory.score == pytest.approx(0.8 * 1.3) and note.score == pytest.approx(1.0)
     assert hits[0].source in ("message", "compartment") and hits[0].score == pytest.approx(1.15)
+
+
+@pytest.mark.parametrize(("source", "query"), [
+    ("memory", "counting cafe"),  # memories_fts: "counted" and "Café"
+    ("message", "miscounting"),  # message_fts: "miscounts"
+    ("compartment", "renaming walruses"),  # compartment_fts: "renamed walrus"
+    ("git_commit", "fixing stripes"),  # git_commit_fts: "Fixed the stripe"
+])
+def test_every_fts_table_stems_and_folds_case_and_diacritics(conn, source, query) -> None:
+    """§3.2: every FTS5 table is `porter unicode61` — a word finds its other forms, and `cafe` finds `Café`."""
+    pk = session_with_history(conn)
+    add_memory(conn, "Café stripes are counted from the header")
+    conn.execute("INSERT INTO git_commits (project_id, sha, message, committed_at, indexed_at) "
+                 "VALUES ('dir:syn', ?, 'Fixed the stripe count', ?, ?)", ("a" * 40, NOW, NOW))
+    lane = "message" if source == "compartment" else source
+    hits = engine.search(conn, query, session_pks=[pk], project_id="dir:syn", now_ms=NOW, sources=[lane],
+                         count_retrievals=False).hits
+    assert any(h.source == source and h.match == "fts" for h in hits), [(h.source, h.snippet[:40]) for h in hits]
