@@ -48,6 +48,7 @@ def test_a_down_provider_is_fts_with_a_warning_in_search_status_and_doctor(mc, d
     status = mc("status", "--session", "ses-emb")
     assert status.returncode == 0, status.stderr.decode()
     assert "embeddings failing, FTS only" in status.stdout.decode()
+    assert "; embeddings openai-compatible (toy)" in status.stdout.decode()  # the configured state, named
     failure = json.loads(mc("status", "--session", "ses-emb", "--json").stdout)["data"]["search"][
         "last_embedding_failure"]
     assert failure and "503" in failure["message"]
@@ -62,3 +63,24 @@ def test_a_down_provider_is_fts_with_a_warning_in_search_status_and_doctor(mc, d
     assert any(h["match"] in ("hybrid", "semantic") for h in again["results"])
     assert "embeddings failing" not in mc("status", "--session", "ses-emb").stdout.decode()  # README: until an
     # embed succeeds (here the search's own), not until the next historian publish
+
+
+def test_status_names_the_embedding_state_when_off_or_local(mc) -> None:
+    import os
+    from pathlib import Path
+
+    conn = open_db()
+    session_with_history(conn, session_id="ses-off")
+    conn.close()
+    cfg = Path(os.environ["MAGIC_CONTEXT_CONFIG_DIR"])
+    cfg.mkdir(parents=True, exist_ok=True)
+    (cfg / "config.toml").write_text('[embedding]\nprovider = "off"\n')
+    data = json.loads(mc("status", "--session", "ses-off", "--json").stdout)["data"]["search"]
+    assert data["embedding"] == {"provider": "off", "model": None}
+    assert "embeddings off (FTS only)" in mc("status", "--session", "ses-off").stdout.decode()
+    (cfg / "config.toml").write_text('[embedding]\nprovider = "local"\n')
+    local = json.loads(mc("status", "--session", "ses-off", "--json").stdout)["data"]["search"]["embedding"]
+    assert local["provider"] == "local" and local["model"] == "wordllama-l2_supercat-256"
+    text = mc("status", "--session", "ses-off").stdout.decode()
+    assert ("embeddings local (wordllama-l2_supercat-256)" if local["installed"]
+            else "embeddings local not installed (FTS only)") in text
