@@ -47,3 +47,36 @@ def test_every_fts_table_stems_and_folds_case_and_diacritics(conn, source, query
     hits = engine.search(conn, query, session_pks=[pk], project_id="dir:syn", now_ms=NOW, sources=[lane],
                          count_retrievals=False).hits
     assert any(h.source == source and h.match == "fts" for h in hits), [(h.source, h.snippet[:40]) for h in hits]
+
+
+def test_bad_search_scope_and_fts_syntax_write_nothing_through_the_cli(mc, tmp_path) -> None:
+    """#12 acceptance: an unknown session or project, or FTS syntax characters: a one-line error or an empty
+    result, never a traceback, and nothing written (the index is caught up by a first search beforehand)."""
+    import hashlib
+
+    from magic_context.store.db import open_db
+
+    conn = open_db()
+    session_with_history(conn, session_id="ses-scope")
+    conn.close()
+    assert mc("search", "walrus", "--session", "ses-scope", "--source", "message").returncode == 0
+
+    def digest() -> str:
+        c = open_db()
+        try:
+            return hashlib.sha256("\n".join(c.iterdump()).encode()).hexdigest()
+        finally:
+            c.close()
+
+    before = digest()
+    for args, needle in ((("--session", "nope"), "no session 'nope'"),
+                         (("--project", str(tmp_path / "elsewhere")), "mc has no session for project"),
+                         (("--session", "ses-scope", "--harness", "claude-code"), "no session 'ses-scope'")):
+        result = mc("search", "walrus", *args)
+        err = result.stderr.decode()
+        assert result.returncode == 2 and needle in err and "Traceback" not in err, (args, err)
+        assert len(err.strip().splitlines()) == 1 and result.stdout == b""
+    for query in ('"*^():-', "NEAR(a b)", "col:umn*", "AND"):
+        result = mc("search", query, "--session", "ses-scope", "--source", "message")
+        assert result.returncode == 0 and "Traceback" not in result.stderr.decode(), query
+    assert digest() == before
