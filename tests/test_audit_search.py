@@ -80,3 +80,44 @@ def test_bad_search_scope_and_fts_syntax_write_nothing_through_the_cli(mc, tmp_p
         result = mc("search", query, "--session", "ses-scope", "--source", "message")
         assert result.returncode == 0 and "Traceback" not in result.stderr.decode(), query
     assert digest() == before
+
+
+@pytest.mark.parametrize("source", ["memory", "note", "git_commit", "message", "compartment"])
+def test_from_and_to_filter_every_lane(conn, source) -> None:
+    """`--from/--to` (§ Deliver 6) apply to each lane's own time: a hit inside the window is found, and a window
+    that starts after it (or ends before it) hides it. tests/test_search.py::test_date_filters covers messages only."""
+    pk = session_with_history(conn)
+    add_memory(conn, "walrus memory fact")
+    _note(conn, pk, "walrus note")
+    conn.execute("INSERT INTO git_commits (project_id, sha, message, committed_at, indexed_at) "
+                 "VALUES ('dir:syn', ?, 'walrus commit', ?, ?)", ("b" * 40, NOW, NOW))
+    lane = "message" if source == "compartment" else source
+
+    def found(**window) -> bool:
+        hits = engine.search(conn, "walrus", session_pks=[pk], project_id="dir:syn", now_ms=NOW, sources=[lane],
+                             count_retrievals=False, **window).hits
+        return any(h.source == source for h in hits)
+
+    day = 86_400_000  # the synthetic messages are stamped from NOW on, seconds apart
+    assert found(since_ms=NOW - day, until_ms=NOW + day)
+    assert not found(since_ms=NOW + day)
+    assert not found(until_ms=NOW - day)
+
+
+def test_the_message_lane_never_reads_past_its_cutoff_even_when_the_index_does(conn) -> None:
+    """The lane filters ordinals in SQL, not only by what the indexer wrote: an index left ahead of the cutoff (a
+    last compartment removed while the database was busy) must not leak the now-live messages."""
+    from magic_context.search import indexer, lanes
+    from magic_context.search import text as st
+
+    pk = session_with_history(conn, fold_through=None)
+    from search_helpers import fold
+
+    fold(conn, pk, 0, 4, "Zebra parser")
+    last = fold(conn, pk, 5, 10, "Walrus module")
+    indexer.index_session(conn, pk, now_ms=NOW)
+    conn.execute("DELETE FROM compartments WHERE id = ?", (last,))  # the index still holds ordinals 5-10
+    q = lanes.Query("walrus", st.probes("walrus"), st.sanitize("walrus"), st.any_words("walrus"))
+    hits = lanes.messages(conn, pk, q, indexer.cutoff(conn, pk), 10)
+    assert indexer.cutoff(conn, pk) == 4 and all(h.ordinal <= 4 for h in hits) and not [h for h in hits
+                                                                                            if "walrus" in h.snippet]
