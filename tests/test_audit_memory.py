@@ -46,3 +46,34 @@ def test_m001_is_never_edited() -> None:
     source = inspect.getsource(migrations.m001_initial)
     digest = hashlib.sha256(source.encode()).hexdigest()
     assert digest == M001_SHA256, "m001 changed: add a new migration instead (#12: never edit m001)"
+
+
+def _output(ranges: list[tuple[int, int]]) -> str:
+    comps = "".join(f'<compartment start="{a}" end="{b}" title="t{a}"><p1>did {a}</p1><p2>x</p2><p3>x</p3><p4/>'
+                    "</compartment>" for a, b in ranges)
+    return (f"<output><compartments>{comps}</compartments>"
+            "<facts><PROJECT_RULES>\n* Lines are at most 120 characters.\n</PROJECT_RULES></facts></output>")
+
+
+@pytest.mark.parametrize(("split", "promoted"), [(False, 1), (True, 0)])
+def test_a_publish_whose_last_compartment_was_discarded_promotes_no_fact(conn, split, promoted) -> None:
+    """§1.4 gate 3: when the validator discards the last compartment (weak lookahead), the facts may describe the
+    discarded tail, which the next run re-reads — so this publish promotes none (`promote_unanchored`)."""
+    from magic_context.history import publish
+    from magic_context.history.validate import validate_historian_output
+
+    b = PiBuilder()
+    for i in range(6):
+        b.user(f"please update module {i}").say(f"updated src/m{i}.py")
+    pk = store_pi(conn, b.messages)
+    c = runner.plan(conn, pk, keep=0, emergency=False, protect_tokens=0, budget=32_000, harness="pi",
+                    project_dir="/work/syn").chunk
+    mid = (c.start + c.end) // 2
+    mid += 1 - mid % 2  # end a compartment after an assistant reply (odd ordinals, from 0)
+    ranges = [(c.start, mid), (mid + 1, c.end)] if split else [(c.start, c.end)]
+    validated = validate_historian_output(_output(ranges), c.start, c.end)
+    assert (validated.discarded is not None) is split
+    result = publish.publish(conn, pk, validated, c, provider="test", model=None, now_ms=NOW, project_id="dir:syn",
+                             session_id="syn")
+    assert result.compartments == 1
+    assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == promoted
