@@ -37,6 +37,9 @@ def expand(
     if (tag is not None and tag < 0) or (message is not None and message < 0):
         raise BadInput(f"{chosen[0]} must be a non-negative integer")
     span = engine.parse_range(range_) if range_ is not None else None
+    from magic_context.search.scope import require_database
+
+    require_database()
     conn = db.open_db()
     try:
         pk = find_session(conn, session, harness)

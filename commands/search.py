@@ -47,6 +47,7 @@ def search(
 
         raise BadInput(f"--limit {limit} is out of range", fix=f"use 1 to {engine.MAX_LIMIT}")
     since, until = scope.date_window(date_from, date_to)
+    scope.require_database()
     conn = db.open_db()
     try:
         where = scope.resolve(conn, session=session, harness=harness, project=str(project) if project else None,

@@ -121,3 +121,16 @@ def test_the_message_lane_never_reads_past_its_cutoff_even_when_the_index_does(c
     hits = lanes.messages(conn, pk, q, indexer.cutoff(conn, pk), 10)
     assert indexer.cutoff(conn, pk) == 4 and all(h.ordinal <= 4 for h in hits) and not [h for h in hits
                                                                                             if "walrus" in h.snippet]
+
+
+def test_search_and_expand_on_a_fresh_install_create_no_database(mc, isolated_dirs) -> None:
+    """Before mc has stored anything, a search or an expand is a one-line 'no sessions yet', and the database is
+    not created just to say so (it was: a 250 KB context.db for `mc search x --session nope`)."""
+    from magic_context import paths
+
+    for args in (("search", "walrus", "--session", "nope"), ("search", "walrus"),
+                 ("expand", "--session", "nope", "--range", "1-5")):
+        result = mc(*args)
+        err = result.stderr.decode()
+        assert result.returncode == 2 and "mc has no sessions yet" in err and "Traceback" not in err, (args, err)
+        assert not paths.db_path().exists() and not isolated_dirs["data"].joinpath("context.db").exists()
