@@ -134,3 +134,10 @@ def test_search_and_expand_on_a_fresh_install_create_no_database(mc, isolated_di
         err = result.stderr.decode()
         assert result.returncode == 2 and "mc has no sessions yet" in err and "Traceback" not in err, (args, err)
         assert not paths.db_path().exists() and not isolated_dirs["data"].joinpath("context.db").exists()
+
+
+def test_an_oversized_query_names_its_size_in_the_unit_of_the_limit() -> None:
+    from magic_context.errors import BadInput
+
+    with pytest.raises(BadInput, match="query is 18000 bytes \\(UTF-8\\); the limit is 16384 bytes"):
+        engine.validate_query("é" * 9000)  # 9 000 characters, under 16 384, but 18 000 bytes

@@ -50,8 +50,9 @@ def validate_query(query: str | None) -> str:
     text = (query or "").strip()
     if not text:
         raise BadInput("'query' is required", fix="pass the words to look for, e.g. mc search 'pytest failure'")
-    if len(text.encode("utf-8", "replace")) > st.MAX_QUERY_CHARS:
-        raise BadInput(f"query is {len(text)} characters; the limit is {st.MAX_QUERY_CHARS} bytes",
+    size = len(text.encode("utf-8", "replace"))
+    if size > st.MAX_QUERY_CHARS:  # in bytes: 9 000 'é' are 18 000 bytes, so say bytes, not characters
+        raise BadInput(f"query is {size} bytes (UTF-8); the limit is {st.MAX_QUERY_CHARS} bytes",
                        fix="search for a few distinctive words or an identifier")
     if len(text.split()) > st.MAX_QUERY_TERMS:
         raise BadInput(f"query has {len(text.split())} terms; the limit is {st.MAX_QUERY_TERMS}",
