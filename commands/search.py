@@ -16,7 +16,8 @@ def search(
     harness: str = typer.Option(None, "--harness", help="Disambiguate a session id used by several harnesses."),
     project: Path = typer.Option(None, "--project", help="Search every session of this project directory."),
     source: list[str] = typer.Option(None, "--source",
-                                     help="memory, message, git_commit or note (repeat or comma-separate)."),
+                                     help="memory, message (compartment summaries included), git_commit or note "
+                                          "(repeat or comma-separate)."),
     limit: int = typer.Option(10, "--limit", help="Most results to return (1-50)."),
     date_from: str = typer.Option(None, "--from", help="Only results at or after this date (YYYY-MM-DD, UTC)."),
     date_to: str = typer.Option(None, "--to", help="Only results up to this date, inclusive (YYYY-MM-DD, UTC)."),
