@@ -44,7 +44,7 @@ def expand(
     try:
         pk = find_session(conn, session, harness)
         if span is not None:
-            result = engine.expand_range(conn, pk, span[0], span[1], cli=True, session_id=session)
+            result = engine.expand_range(conn, pk, span[0], span[1], cli=True, session_id=session, harness=harness)
         else:
             ordinal = engine.tag_ordinal(conn, pk, tag) if tag is not None else message
             result = engine.expand_message(conn, pk, ordinal)

@@ -38,6 +38,9 @@ def test_a_range_over_the_budget_ends_with_the_call_that_continues_it(mc) -> Non
     assert 0 < x < 59
     assert last_line.endswith(f"Call again with mc expand --session ses-long --range {x + 1}-59 for more.")
 
+    named = mc("expand", "--session", "ses-long", "--harness", "pi", "--range", "0-59").stdout.decode()
+    assert named.rstrip().endswith(f"Call again with mc expand --session ses-long --harness pi --range {x + 1}-59 "
+                                   "for more.")  # the continuing call names the session as this one did
     data = json.loads(mc("expand", "--session", "ses-long", "--range", "0-59", "--json").stdout)["data"]
     assert data["truncated_at"] == x and data["next_range"] == f"{x + 1}-59"
     assert 14_000 < data["tokens"] <= 15_000
