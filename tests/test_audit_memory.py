@@ -77,3 +77,15 @@ def test_a_publish_whose_last_compartment_was_discarded_promotes_no_fact(conn, s
                              session_id="syn")
     assert result.compartments == 1
     assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == promoted
+
+
+def test_export_to_a_path_that_cannot_be_written_is_a_one_line_error(mc, tmp_path) -> None:
+    """`mc memory export -o` into a missing folder was 'mc: internal error: FileNotFoundError' (exit 1)."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    assert mc("memory", "add", "alpha fact", "-c", "NAMING", "--project", str(proj)).returncode == 0
+    target = tmp_path / "missing" / "m.jsonl"
+    result = mc("memory", "export", "--project", str(proj), "-o", str(target))
+    err = result.stderr.decode()
+    assert result.returncode == 2 and err.startswith(f"mc: error: cannot write {target}: ") and "internal" not in err
+    assert len(err.strip().splitlines()) == 1 and not target.exists()
