@@ -27,6 +27,10 @@ def _now() -> int:
 def _project_id(project: Path | None) -> str:
     from magic_context import project as identity
 
+    if project is not None and not project.is_dir():  # a typo would file memories under a project no one has
+        from magic_context.errors import BadInput
+
+        raise BadInput(f"--project {project}: no such directory", fix="give the project's directory")
     return identity.identity(project or Path.cwd())
 
 

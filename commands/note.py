@@ -20,6 +20,10 @@ def _scope(conn: Any, session: str | None, harness: str | None, project: Path | 
     from magic_context import project as identity
     from magic_context.store import sessions
 
+    if project is not None and not project.is_dir():  # a typo would file the note under a project no one has
+        from magic_context.errors import BadInput
+
+        raise BadInput(f"--project {project}: no such directory", fix="give the project's directory")
     if session:
         pk = sessions.find_session(conn, session, harness)
         filed = (sessions.session_info(conn, pk) or {}).get("project_id")

@@ -89,3 +89,21 @@ def test_export_to_a_path_that_cannot_be_written_is_a_one_line_error(mc, tmp_pat
     err = result.stderr.decode()
     assert result.returncode == 2 and err.startswith(f"mc: error: cannot write {target}: ") and "internal" not in err
     assert len(err.strip().splitlines()) == 1 and not target.exists()
+
+
+@pytest.mark.parametrize("args", [("memory", "add", "y", "-c", "NAMING"), ("memory", "list"), ("memory", "export"),
+                                  ("note", "add", "x"), ("note", "list")])
+def test_a_project_directory_that_does_not_exist_is_refused(mc, tmp_path, args) -> None:
+    """`--project` with a typo filed memories and notes under the identity of a directory no one has."""
+    missing = tmp_path / "no-such-project"
+    result = mc(*args, "--project", str(missing))
+    err = result.stderr.decode()
+    assert result.returncode == 2 and f"--project {missing}: no such directory" in err, err
+    from magic_context.store.db import open_db
+
+    conn = open_db()
+    try:
+        assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 0
+    finally:
+        conn.close()
