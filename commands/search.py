@@ -57,7 +57,10 @@ def search(
         now = int(time.time() * 1000)
         result = engine.search(conn, query, session_pks=where.session_pks, project_id=where.project_id,
                                sources=sources, limit=limit, since_ms=since, until_ms=until, config=config,
-                               now_ms=now, project_dir=where.project_dir)
+                               now_ms=now, project_dir=where.project_dir,
+                               # what one session's head shows is in that agent's context; a project-wide search
+                               # is a person's, who sees no head: every memory may come back
+                               hide_visible=session is not None)
         from magic_context.store.search_index import session_ids as lookup_ids
 
         session_ids = lookup_ids(conn, where.session_pks)

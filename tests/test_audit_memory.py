@@ -107,3 +107,22 @@ def test_a_project_directory_that_does_not_exist_is_refused(mc, tmp_path, args) 
         assert conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 0
     finally:
         conn.close()
+
+
+def test_a_session_note_is_anchored_at_the_sessions_last_message(mc) -> None:
+    """§2.1: `anchor_ordinal` is the session's last message at write time; its search shows `@msg N` (§3.6)."""
+    import json
+
+    from search_helpers import session_with_history
+
+    from magic_context.store.db import open_db
+
+    conn = open_db()
+    session_with_history(conn, session_id="ses-note")  # 14 messages: ordinals 0-13
+    conn.close()
+    added = json.loads(mc("note", "add", "look at the stripes again", "--session", "ses-note", "--json").stdout)
+    assert added["data"]["note"]["anchor_ordinal"] == 13
+    text = mc("search", "stripes again", "--session", "ses-note", "--source", "note").stdout.decode()
+    assert "status=active today @msg 13" in text and "ctx_expand(start=N-10, end=N)" in text
+    project = json.loads(mc("note", "add", "for everyone", "--json").stdout)["data"]["note"]
+    assert project["anchor_ordinal"] is None  # no session, no anchor

@@ -141,3 +141,34 @@ def test_an_oversized_query_names_its_size_in_the_unit_of_the_limit() -> None:
 
     with pytest.raises(BadInput, match="query is 18000 bytes \\(UTF-8\\); the limit is 16384 bytes"):
         engine.validate_query("é" * 9000)  # 9 000 characters, under 16 384, but 18 000 bytes
+
+
+def test_a_memory_the_head_shows_is_hidden_from_that_sessions_search_only(mc, tmp_path) -> None:
+    """§3.5 hides what a session's head shows because that agent has it in context. A project-wide `mc search`
+    (no --session) is a person's, who sees no head: the memory comes back, also by id."""
+    import json as _json
+
+    from magic_context import project
+    from magic_context.store.db import open_db
+    from magic_context.store.memories import VISIBLE_STATE_KEY
+
+    conn = open_db()
+    pid = project.identity(tmp_path)
+    pk = session_with_history(conn, session_id="ses-vis", project_id=pid)
+    shown = add_memory(conn, "zebra stripes are counted from the header", project_id=pid)
+    conn.execute("UPDATE sessions SET project_dir = ? WHERE id = ?", (str(tmp_path), pk))
+    conn.execute("INSERT INTO session_state (session_pk, key, value, updated_at) VALUES (?, ?, ?, ?)",
+                 (pk, VISIBLE_STATE_KEY, _json.dumps([shown]), NOW))
+    conn.commit()
+    conn.close()
+
+    def memory_ids(*args: str) -> list[int]:
+        result = mc("search", *args, "--source", "memory", "--json", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr.decode()
+        return [h["id"] for h in _json.loads(result.stdout)["data"]["results"]]
+
+    assert memory_ids("zebra stripes", "--session", "ses-vis") == []
+    assert memory_ids(f"#{shown}", "--session", "ses-vis") == []
+    assert memory_ids("zebra stripes") == [shown]
+    assert memory_ids("zebra stripes", "--project", str(tmp_path)) == [shown]
+    assert memory_ids(f"#{shown}") == [shown]

@@ -117,8 +117,10 @@ def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: lis
 def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], project_id: str | None,
            sources: list[str] | None = None, limit: int = DEFAULT_LIMIT, since_ms: int | None = None,
            until_ms: int | None = None, config: Any = None, now_ms: int | None = None,
-           count_retrievals: bool = True, refresh_git: bool = True, project_dir: str | None = None) -> SearchResult:
-    """Search the given sessions (message lanes) and project (memory, git_commit, note lanes)."""
+           count_retrievals: bool = True, refresh_git: bool = True, project_dir: str | None = None,
+           hide_visible: bool = True) -> SearchResult:
+    """Search the given sessions (message lanes) and project (memory, git_commit, note lanes). `hide_visible`
+    drops the memories the sessions' heads show (the agent's search: they are in its context)."""
     text = validate_query(query)
     chosen = parse_sources(sources)
     if not 1 <= limit <= MAX_LIMIT:
@@ -126,7 +128,7 @@ def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], proj
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     result = SearchResult(text, [], sources=chosen)
     hidden: set[int] = set()
-    for pk in session_pks:
+    for pk in session_pks if hide_visible else ():
         hidden |= visible_memory_ids(conn, pk)
     ids = st.id_query(text)
     if ids is not None and "memory" in chosen and project_id:
