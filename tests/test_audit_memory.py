@@ -126,3 +126,45 @@ def test_a_session_note_is_anchored_at_the_sessions_last_message(mc) -> None:
     assert "status=active today @msg 13" in text and "ctx_expand(start=N-10, end=N)" in text
     project = json.loads(mc("note", "add", "for everyone", "--json").stdout)["data"]["note"]
     assert project["anchor_ordinal"] is None  # no session, no anchor
+
+
+HUGE = str(2**64)  # beyond SQLite's INTEGER range: binding it raised OverflowError ('mc: internal error', exit 1)
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (("memory", "show", HUGE), f"memory #{HUGE} not found"),
+    (("memory", "edit", HUGE, "--content", "x"), f"memory #{HUGE} not found"),
+    (("memory", "archive", HUGE), f"memory #{HUGE} not found"),
+    (("memory", "restore", HUGE), f"memory #{HUGE} not found"),
+    (("memory", "rm", HUGE), f"memory #{HUGE} not found"),
+    (("memory", "merge", HUGE, "1"), f"memory #{HUGE} not found"),
+    (("note", "dismiss", HUGE), f"note #{HUGE} not found"),
+    (("expand", "--session", "ses-huge", "--tag", HUGE), f"no tag {HUGE}"),
+])
+def test_an_id_beyond_sqlites_range_is_not_found_not_an_internal_error(mc, args, needle) -> None:
+    from search_helpers import session_with_history
+
+    from magic_context.store.db import open_db
+
+    conn = open_db()
+    session_with_history(conn, session_id="ses-huge")
+    conn.close()
+    result = mc(*args)
+    err = result.stderr.decode()
+    assert result.returncode == 2 and needle in err and "internal error" not in err, err
+
+
+def test_a_huge_message_ordinal_or_id_query_is_an_empty_or_plain_result(mc) -> None:
+    from search_helpers import session_with_history
+
+    from magic_context.search import text as st
+    from magic_context.store.db import open_db
+
+    conn = open_db()
+    session_with_history(conn, session_id="ses-huge2")
+    conn.close()
+    expanded = mc("expand", "--session", "ses-huge2", "--message", HUGE)
+    assert expanded.returncode == 0 and expanded.stdout.decode().startswith("No messages found in range")
+    assert st.id_query(f"#{HUGE}") is None and st.id_query("#12 15") == [12, 15]
+    searched = mc("search", f"#{HUGE}", "--session", "ses-huge2")
+    assert searched.returncode == 0 and "internal error" not in searched.stderr.decode()

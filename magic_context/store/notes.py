@@ -44,6 +44,8 @@ def insert(conn: sqlite3.Connection, row: dict[str, Any]) -> int:
 
 
 def get(conn: sqlite3.Connection, note_id: int) -> dict[str, Any] | None:
+    if not -(2**63) <= note_id < 2**63:  # SQLite's INTEGER range: an id outside it names no row
+        return None
     found = conn.execute(_SELECT + " WHERE id = ?", (note_id,)).fetchone()
     return _row(found) if found is not None else None
 

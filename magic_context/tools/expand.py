@@ -127,7 +127,7 @@ def expand_range(conn: sqlite3.Connection, session_pk: int, start: int, end: int
 def expand_message(conn: sqlite3.Connection, session_pk: int, ordinal: int) -> Expanded:
     from magic_context.search import text as st
 
-    messages = _decode(conn, session_pk, ordinal, ordinal)
+    messages = _decode(conn, session_pk, ordinal, ordinal) if ordinal < 2**63 else []  # SQLite's INTEGER range
     if not messages:
         return Expanded(ExpandKind.EMPTY, f"No messages found in range {ordinal}-{ordinal}. The range may be outside "
                         "this session's history.", ordinal, ordinal)
