@@ -140,6 +140,7 @@ HUGE = str(2**64)  # beyond SQLite's INTEGER range: binding it raised OverflowEr
     (("memory", "merge", HUGE, "1"), f"memory #{HUGE} not found"),
     (("note", "dismiss", HUGE), f"note #{HUGE} not found"),
     (("expand", "--session", "ses-huge", "--tag", HUGE), f"no tag {HUGE}"),
+    (("reduce", HUGE, "--session", "ses-huge"), f"unknown tags {HUGE}"),
 ])
 def test_an_id_beyond_sqlites_range_is_not_found_not_an_internal_error(mc, args, needle) -> None:
     from search_helpers import session_with_history
@@ -168,3 +169,9 @@ def test_a_huge_message_ordinal_or_id_query_is_an_empty_or_plain_result(mc) -> N
     assert st.id_query(f"#{HUGE}") is None and st.id_query("#12 15") == [12, 15]
     searched = mc("search", f"#{HUGE}", "--session", "ses-huge2")
     assert searched.returncode == 0 and "internal error" not in searched.stderr.decode()
+
+
+@pytest.mark.parametrize("command", ["memory", "note"])
+def test_a_huge_list_limit_means_no_limit(mc, command) -> None:
+    result = mc(command, "list", "--limit", HUGE, "--json")
+    assert result.returncode == 0, result.stderr.decode()

@@ -108,7 +108,7 @@ def select(conn: sqlite3.Connection, project_id: str | None, *, statuses: Iterab
     sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
     if limit is not None:
         sql += " LIMIT ? OFFSET ?"
-        args += [limit, offset]
+        args += [min(limit, MAX_ROWID), offset]  # `--limit 2**64` means no limit, not an OverflowError
     return [_row(r) for r in conn.execute(sql, args)]
 
 

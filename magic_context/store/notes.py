@@ -67,7 +67,7 @@ def select(conn: sqlite3.Connection, *, session_pk: int | None, project_id: str 
     sql += " ORDER BY id DESC"
     if limit is not None:
         sql += " LIMIT ? OFFSET ?"
-        args += [limit, offset]
+        args += [min(limit, 2**63 - 1), offset]  # `--limit 2**64` means no limit, not an OverflowError
     return [_row(r) for r in conn.execute(sql, args)]
 
 
