@@ -27,6 +27,10 @@ def _now() -> int:
 def _project_id(project: Path | None) -> str:
     from magic_context import project as identity
 
+    if project is not None and not project.is_dir():  # a typo would file memories under a project no one has
+        from magic_context.errors import BadInput
+
+        raise BadInput(f"--project {project}: no such directory", fix="give the project's directory")
     return identity.identity(project or Path.cwd())
 
 
@@ -288,8 +292,13 @@ def export(
     text = "".join(line + "\n" for line in lines)
     if output is not None:
         from magic_context import paths
+        from magic_context.errors import BadInput
 
-        output.write_text(text, encoding="utf-8")
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:  # a missing folder, no permission, a full disk: the user's path, named
+            raise BadInput(f"cannot write {output}: {exc.strerror or exc}",
+                           fix="check the folder exists and is writable") from None
         paths.secure_file(output)
 
     def human(result: Result) -> None:

@@ -88,6 +88,13 @@ def _render(data: dict) -> None:
             vectors = sum((search.get("vectors") or {}).values())
             line = (f"search   {search.get('indexed_messages', 0)} messages indexed (through ordinal "
                     f"{search.get('searchable_through')}), {vectors} vector rows")
+            embedding = search.get("embedding") or {}
+            if embedding.get("provider") == "off":
+                line += "; embeddings off (FTS only)"
+            elif embedding.get("installed") is False:
+                line += "; embeddings local not installed (FTS only)"
+            elif embedding.get("provider"):
+                line += f"; embeddings {embedding['provider']} ({embedding.get('model') or 'no model set'})"
             failure = search.get("last_embedding_failure")
             if failure:
                 line += f" — embeddings failing, FTS only: {failure.get('message')}"

@@ -50,8 +50,9 @@ def validate_query(query: str | None) -> str:
     text = (query or "").strip()
     if not text:
         raise BadInput("'query' is required", fix="pass the words to look for, e.g. mc search 'pytest failure'")
-    if len(text.encode("utf-8", "replace")) > st.MAX_QUERY_CHARS:
-        raise BadInput(f"query is {len(text)} characters; the limit is {st.MAX_QUERY_CHARS} bytes",
+    size = len(text.encode("utf-8", "replace"))
+    if size > st.MAX_QUERY_CHARS:  # in bytes: 9 000 'é' are 18 000 bytes, so say bytes, not characters
+        raise BadInput(f"query is {size} bytes (UTF-8); the limit is {st.MAX_QUERY_CHARS} bytes",
                        fix="search for a few distinctive words or an identifier")
     if len(text.split()) > st.MAX_QUERY_TERMS:
         raise BadInput(f"query has {len(text.split())} terms; the limit is {st.MAX_QUERY_TERMS}",
@@ -103,6 +104,7 @@ def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: lis
             embed_messages(conn, pk, embedder, max_blocks=LAZY_BLOCKS, only_if_behind=True)
         if project_id:
             embed_memories(conn, project_id, embedder)
+        embed.clear_failure(conn)  # the provider answers again: `mc status` stops warning (README)
         return vector[0], embedder.message_view(vector)[0], embedder.model_id
     except embed.EmbeddingNotInstalled:
         return None, None, None  # the optional extra is absent: FTS only, quietly (`mc doctor` says so)
@@ -115,8 +117,10 @@ def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: lis
 def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], project_id: str | None,
            sources: list[str] | None = None, limit: int = DEFAULT_LIMIT, since_ms: int | None = None,
            until_ms: int | None = None, config: Any = None, now_ms: int | None = None,
-           count_retrievals: bool = True, refresh_git: bool = True, project_dir: str | None = None) -> SearchResult:
-    """Search the given sessions (message lanes) and project (memory, git_commit, note lanes)."""
+           count_retrievals: bool = True, refresh_git: bool = True, project_dir: str | None = None,
+           hide_visible: bool = True) -> SearchResult:
+    """Search the given sessions (message lanes) and project (memory, git_commit, note lanes). `hide_visible`
+    drops the memories the sessions' heads show (the agent's search: they are in its context)."""
     text = validate_query(query)
     chosen = parse_sources(sources)
     if not 1 <= limit <= MAX_LIMIT:
@@ -124,7 +128,7 @@ def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], proj
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     result = SearchResult(text, [], sources=chosen)
     hidden: set[int] = set()
-    for pk in session_pks:
+    for pk in session_pks if hide_visible else ():
         hidden |= visible_memory_ids(conn, pk)
     ids = st.id_query(text)
     if ids is not None and "memory" in chosen and project_id:
