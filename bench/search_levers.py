@@ -33,12 +33,13 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.search_bench import CACHE, SETS, _config, ensure_db, evaluate, summarize  # noqa: E402
+from bench.search_bench import CACHE, SETS, _config, ensure_db, evaluate, subset, summarize  # noqa: E402
 
 SUMMARY_LINE = re.compile(r"^\[(\d+)(?:-(\d+))?\]\s*(.*)$")  # the historian's `[a-b] U: … → A: …` lines
 _memo: dict[Any, Any] = {}
-CURRENT = ("now:", "r3:")  # levers measured on the current ranking (agreement 0.5 kept), not the one before
-# "now:" (the second round) or "r3:" (the third: README "Levers of this round", on the recorded-cwd databases)
+CURRENT = ("now:", "r3:", "r4:")  # levers measured on the current ranking (agreement 0.5 kept), not the one before
+# "now:" (the second round), "r3:" (the third, on the recorded-cwd databases) or "r4:" (the fourth: abbreviations,
+# embedded text, message dims; README "Levers of this round")
 
 
 @contextmanager
@@ -580,6 +581,168 @@ def hubness_corrected(beta: float) -> Callable[[ExitStack], None]:
     return lambda stack: stack.enter_context(patched(lanes, "_semantic_compartments", semantic))
 
 
+# --- fourth round (README "Levers of this round", abbreviations and embedded text) -------------------------------
+
+
+def abbreviation_query(direction: str = "both") -> Callable[[ExitStack], None]:
+    """The loose (ORed) query also carries each content word's other spellings from `search/abbrev.py`:
+    `both` (background → bg, bg → background), `to_short` (full words gain their abbreviations) or `to_long`."""
+    from magic_context.search import abbrev
+    from magic_context.search import text as st
+
+    original = st.content_words
+
+    def content_words(query: str) -> list[str]:
+        words = original(query)
+        out = list(words)
+        for w in words:
+            for other in abbrev.counterparts(w):
+                short = other in abbrev.ABBREVIATIONS and w not in abbrev.ABBREVIATIONS
+                if (direction == "both" or (direction == "to_short") == short) and other not in out:
+                    out.append(other)
+        return out[:st.MAX_QUERY_TERMS]
+    return lambda stack: stack.enter_context(patched(st, "content_words", content_words))
+
+
+_IDENT = re.compile(r"[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*")
+
+
+def embedded_text(variant: str, text: str) -> str:
+    """`text` as a variant embeds it: `same`; `split` (identifiers as their words: toolBgColor → tool bg color);
+    `expand` (the full words of its abbreviations appended once each); `split+expand` (identifiers split and each
+    abbreviation replaced by its full word); `no-paths` (path-like tokens dropped)."""
+    from magic_context.search import abbrev
+
+    if variant == "same":
+        return text
+    if variant == "expand":
+        extra = abbrev.expansions(text)
+        return f"{text}\n{' '.join(extra)}" if extra else text
+    if variant == "no-paths":
+        return " ".join(t for t in text.split(" ") if "/" not in t)
+    if variant.startswith("user"):  # `userN`: the person's quoted words (`U: "…"`) repeated N more times
+        said = " ".join(re.findall(r'U: "(.*?)"(?: →|$)', text, flags=re.MULTILINE))
+        return text + f"\n{said}" * int(variant[4:] or 1) if said else text
+
+    def one(match: re.Match[str]) -> str:
+        parts = abbrev.identifier_parts(match.group(0))
+        if variant == "split+expand":
+            if len(parts) == 1 and parts[0] not in abbrev.ABBREVIATIONS:
+                return match.group(0)
+            parts = [abbrev.ABBREVIATIONS.get(p, p) for p in parts]
+        return " ".join(parts) if len(parts) > 1 or variant == "split+expand" else match.group(0)
+    return _IDENT.sub(one, text)
+
+
+def reembedded(variant: str, kinds: tuple[str, ...] = ("compartment", "msgblock"), query: bool = True,
+               ) -> Callable[[ExitStack], None]:
+    """Compartment and/or message vectors embedded here from `embedded_text(variant, …)` of what the indexer embeds
+    (a compartment's title and content; a message's indexed text, first 1 500 characters, 128 dims); with `query`,
+    the query is embedded from its variant too. `same` re-embeds the stored text (the control row)."""
+    import numpy as np
+
+    from magic_context.search import engine, lanes
+    from magic_context.search.indexer import MESSAGE_TEXT_CHARS
+    from magic_context.store import search_index as idx
+
+    def comp_vectors(conn: sqlite3.Connection, pk: int) -> tuple[list[Any], Any]:
+        key = _db_key(conn, pk, "comp", variant)
+        if key not in _memo:
+            comps = idx.compartments(conn, pk)
+            _memo[key] = (comps, _embedder().embed([embedded_text(variant, f"{c['title']}\n{c['content']}")
+                                                    for c in comps]))
+        return _memo[key]
+
+    def msg_vectors(conn: sqlite3.Connection, pk: int) -> tuple[Any, Any]:
+        from magic_context.search import embed
+
+        key = _db_key(conn, pk, "msg", variant, embed.MESSAGE_DIMS)
+        if key not in _memo:
+            rows = idx.message_texts(conn, pk)
+            vecs = _embedder().embed_messages([embedded_text(variant, r[2][:MESSAGE_TEXT_CHARS]) for r in rows])
+            _memo[key] = (np.array([r[0] for r in rows]), vecs)
+        return _memo[key]
+
+    def semantic_compartments(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int) -> dict[int, Any]:
+        comps, vecs = comp_vectors(conn, pk)
+        scores = vecs @ q.vector
+        keep = [i for i, c in enumerate(comps) if 0 <= c["end_ordinal"] <= cutoff]
+        top = sorted(keep, key=lambda i: -scores[i])[:lanes.SEMANTIC_CANDIDATES]
+        return {int(comps[i]["id"]): (max(0.0, min(1.0, float(scores[i]))), int(comps[i]["start_ordinal"]),
+                                      int(comps[i]["end_ordinal"]), "") for i in top}
+
+    def semantic_messages(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, n: int) -> list[tuple[int, float]]:
+        ords, vecs = msg_vectors(conn, pk)
+        scores = vecs @ q.message_vector
+        keep = np.flatnonzero((ords <= cutoff) & (scores >= lanes.MIN_MESSAGE_COSINE))
+        top = keep[np.argsort(-scores[keep], kind="stable")[:n]]
+        return [(int(ords[i]), float(scores[i])) for i in top]
+
+    original = engine._embed_query
+
+    def embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: list[str], **kw: Any) -> Any:
+        return original(conn, config, embedded_text(variant, text), warnings, **kw)
+
+    def apply(stack: ExitStack) -> None:
+        if "compartment" in kinds:
+            stack.enter_context(patched(lanes, "_semantic_compartments", semantic_compartments))
+        if "msgblock" in kinds:
+            stack.enter_context(patched(lanes, "_semantic_messages", semantic_messages))
+        if query:
+            stack.enter_context(patched(engine, "_embed_query", embed_query))
+    return apply
+
+
+def indexed_expansions(where: tuple[str, ...], paths: bool) -> Callable[[ExitStack], None]:
+    """The full words of each row's abbreviations (`abbrev.expansions`) appended to what FTS indexes — compartments'
+    content and/or messages' indexed text — on copies of the cached databases (the FTS triggers re-index them;
+    vectors unchanged). `paths=False` skips words inside paths (`src` of `packages/tui/src/…`)."""
+
+    from magic_context.search import abbrev
+
+    this = sys.modules[__name__]
+    original = this.ensure_db
+
+    def edited(spec: dict[str, Any], rebuild: bool) -> Path:
+        source = original(spec, rebuild)
+        target = CACHE / f"r4-fts-{'-'.join(where)}-{'paths' if paths else 'nopaths'}" / source.name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            src, dst = sqlite3.connect(source), sqlite3.connect(target.with_suffix(".tmp"))
+            src.backup(dst)
+            src.close()
+            with dst:
+                if "compartment" in where:
+                    for cid, title, content in dst.execute("SELECT id, title, content FROM compartments").fetchall():
+                        extra = abbrev.expansions(f"{title}\n{content}", paths=paths)
+                        if extra:
+                            dst.execute("UPDATE compartments SET content = ? WHERE id = ?",
+                                        (f"{content}\n{' '.join(extra)}", cid))
+                if "message" in where:
+                    for rid, text in dst.execute("SELECT id, text FROM message_text").fetchall():
+                        extra = abbrev.expansions(text, paths=paths)
+                        if extra:
+                            dst.execute("UPDATE message_text SET text = ? WHERE id = ?", (f"{text} / {' '.join(extra)}",
+                                                                                         rid))
+            dst.close()
+            target.with_suffix(".tmp").rename(target)
+        return target
+    return lambda stack: stack.enter_context(patched(this, "ensure_db", edited))
+
+
+def message_dims(dims: int) -> Callable[[ExitStack], None]:
+    """Message vectors (and the query's message view) at the first `dims` Matryoshka dimensions of the local model
+    (128 shipped; the bundled weights stop at 256), embedded here from the indexed text, float32."""
+    from magic_context.search import embed
+
+    inner = reembedded("same", ("msgblock",), query=False)
+
+    def apply(stack: ExitStack) -> None:
+        stack.enter_context(patched(embed, "MESSAGE_DIMS", dims))
+        inner(stack)
+    return apply
+
+
 def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
     """(name, providers, apply) — `apply` enters its patches on the stack."""
     from magic_context.search import engine, lanes
@@ -646,6 +809,22 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
             ("r3: an identifier's matches, the person's first", both, person_first_matches()),
             ("r3: compartments by coordination level, then BM25", both, coordination_first()),
             ("r3: compartment cosines hubness-corrected 0.5", local, hubness_corrected(0.5))]
+    out += [("r4: current ranking", both, set_()),
+            ("r4: abbreviations in the loose query, both ways", both, abbreviation_query("both")),
+            ("r4: abbreviations in the loose query, full word to abbreviation", both, abbreviation_query("to_short")),
+            ("r4: abbreviations in the loose query, abbreviation to full word", both, abbreviation_query("to_long"))]
+    out += [(f"r4: vectors re-embedded ({kinds}) from the {v} text", local,
+             reembedded(v, (("compartment",) if kinds == "compartments" else ("msgblock",) if kinds == "messages"
+                            else ("compartment", "msgblock"))))
+            for v in ("same", "split", "expand", "split+expand", "no-paths")
+            for kinds in ("compartments", "messages", "both")]
+    out += [(f"r4: vectors re-embedded (compartments) from the {v} text", local, reembedded(v, ("compartment",),
+                                                                                              query=False))
+            for v in ("user1", "user2")]
+    out += [(f"r4: message vectors at {d} dims", local, message_dims(d)) for d in (128, 256, 64)]
+    out += [(f"r4: abbreviations' full words indexed ({'+'.join(w)}{'' if p else ', not in paths'})", both,
+             indexed_expansions(w, p)) for w in (("compartment",), ("message",), ("compartment", "message"))
+            for p in (True, False)]
     from magic_context.store import search_index
 
     out += [(f"compartment title weight {w} in BM25", both,
@@ -653,17 +832,24 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
     return out
 
 
-def measure(providers: tuple[str, ...], sets: tuple[str, ...] = tuple(SETS)) -> dict[tuple[str, str], dict[str, float]]:
-    """(set, provider) → paraphrase recall@5, MRR and exact-lookup recall@5 over all the set's sessions."""
+def measure(providers: tuple[str, ...], sets: tuple[str, ...] = tuple(SETS), *, questions: str = "all",
+            ranks: dict[tuple[str, str, str, str], int | None] | None = None,
+            ) -> dict[tuple[str, str], dict[str, float]]:
+    """(set, provider) → paraphrase recall@5, MRR and exact-lookup recall@5 over all the set's sessions (`questions`:
+    all, original or added, as `search_bench.py --questions`); `ranks` collects each question's rank."""
     totals: dict[tuple[str, str], list[float]] = {}
     for name, folder in SETS.items():
         if name not in sets:
             continue
         for path in sorted(folder.glob("*.json")):
-            spec = json.loads(path.read_text())
+            spec = subset(json.loads(path.read_text()), questions)
+            if not spec["questions"]:
+                continue
             db = ensure_db(spec, False)
             for provider in providers:
                 rows = evaluate(db, spec, provider)["rows"]
+                if ranks is not None:
+                    ranks.update({(name, path.stem, provider, r["q"]): r["rank"] for r in rows})
                 pa, every, ex = summarize(rows, ("paraphrase",)), summarize(rows), summarize(rows, ("exact",))
                 t = totals.setdefault((name, provider), [0.0] * 6)
                 t[0] += pa["r5"] * pa["n"]
@@ -682,25 +868,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", choices=[*SETS, "both"], default="both",
                         help="question set(s) to measure: judge on heldout only once a lever is chosen on tuning")
     parser.add_argument("--exact", action="store_true", help="also print exact-lookup recall@5 in each cell")
+    parser.add_argument("--questions", choices=("all", "original", "added"), default="all",
+                        help="the questions of each file (as search_bench.py --questions); earlier rounds used all")
+    parser.add_argument("--flips", action="store_true",
+                        help="after each row, list the questions whose rank differs from the unpatched ranking's")
     args = parser.parse_args(argv)
     os.environ.setdefault("MAGIC_CONTEXT_STORAGE_DIR", str(CACHE / "data"))
     os.environ.setdefault("MAGIC_CONTEXT_CONFIG_DIR", str(CACHE / "config"))
     from magic_context.search import lanes
 
+    sets = tuple(SETS) if args.set == "both" else (args.set,)
+    base: dict[tuple[str, str, str, str], int | None] = {}
+    if args.flips:
+        measure(("off", "local"), sets, questions=args.questions, ranks=base)
     print("| lever | tuning off | tuning local | held-out off | held-out local |")
     print("|---|---|---|---|---|")
     for name, providers, apply in levers():
         if args.only and args.only not in name:
             continue
+        ranks: dict[tuple[str, str, str, str], int | None] = {}
         with ExitStack() as stack:
             if not name.startswith(("agreement", "before", *CURRENT)):
                 stack.enter_context(patched(lanes, "AGREEMENT_WEIGHT", 0.0))
             apply(stack)
-            got = measure(providers, tuple(SETS) if args.set == "both" else (args.set,))
+            got = measure(providers, sets, questions=args.questions, ranks=ranks)
         cells = [(f"{got[(s, p)]['pa']:.2f} / {got[(s, p)]['mrr']:.2f}"
                   + (f" / {got[(s, p)]['ex']:.2f}" if args.exact else "")) if (s, p) in got else "–"
                  for s in ("tuning", "heldout") for p in ("off", "local")]
         print(f"| {name} | {' | '.join(cells)} |", flush=True)
+        for key, rank in ranks.items():
+            if args.flips and base.get(key) != rank:
+                print(f"    {key[0]} {key[1]} {key[2]}: {base.get(key) or 'out'} → {rank or 'out'}  {key[3]!r}",
+                      flush=True)
     return 0
 
 
