@@ -39,7 +39,7 @@ SUMMARY_LINE = re.compile(r"^\[(\d+)(?:-(\d+))?\]\s*(.*)$")  # the historian's `
 _memo: dict[Any, Any] = {}
 CURRENT = ("now:", "r3:", "r4:")  # levers measured on the current ranking (agreement 0.5 kept), not the one before
 # "now:" (the second round), "r3:" (the third, on the recorded-cwd databases) or "r4:" (the fourth: abbreviations,
-# embedded text, message dims; README "Levers of this round")
+# misspellings, embedded text, message dims; README "Round four")
 
 
 @contextmanager
@@ -581,13 +581,13 @@ def hubness_corrected(beta: float) -> Callable[[ExitStack], None]:
     return lambda stack: stack.enter_context(patched(lanes, "_semantic_compartments", semantic))
 
 
-# --- fourth round (README "Levers of this round", abbreviations and embedded text) -------------------------------
+# --- fourth round (README "Round four", abbreviations, misspellings, embedded text, message dims) -----------------
 
 
 def abbreviation_query(direction: str = "both") -> Callable[[ExitStack], None]:
-    """The loose (ORed) query also carries each content word's other spellings from `search/abbrev.py`:
+    """The loose (ORed) query also carries each content word's other spellings from `bench/search_abbrev.py`:
     `both` (background → bg, bg → background), `to_short` (full words gain their abbreviations) or `to_long`."""
-    from magic_context.search import abbrev
+    from bench import search_abbrev as abbrev
     from magic_context.search import text as st
 
     original = st.content_words
@@ -611,7 +611,7 @@ def embedded_text(variant: str, text: str) -> str:
     """`text` as a variant embeds it: `same`; `split` (identifiers as their words: toolBgColor → tool bg color);
     `expand` (the full words of its abbreviations appended once each); `split+expand` (identifiers split and each
     abbreviation replaced by its full word); `no-paths` (path-like tokens dropped)."""
-    from magic_context.search import abbrev
+    from bench import search_abbrev as abbrev
 
     if variant == "same":
         return text
@@ -698,7 +698,7 @@ def indexed_expansions(where: tuple[str, ...], paths: bool) -> Callable[[ExitSta
     content and/or messages' indexed text — on copies of the cached databases (the FTS triggers re-index them;
     vectors unchanged). `paths=False` skips words inside paths (`src` of `packages/tui/src/…`)."""
 
-    from magic_context.search import abbrev
+    from bench import search_abbrev as abbrev
 
     this = sys.modules[__name__]
     original = this.ensure_db
@@ -728,6 +728,67 @@ def indexed_expansions(where: tuple[str, ...], paths: bool) -> Callable[[ExitSta
             target.with_suffix(".tmp").rename(target)
         return target
     return lambda stack: stack.enter_context(patched(this, "ensure_db", edited))
+
+
+def _edits1(word: str, ops: str = "all") -> set[str]:
+    """Strings one edit from `word`: `swap` (adjacent transpositions), `swap+del` (and single deletions) or `all`
+    (and substitutions and insertions of a-z, 0-9)."""
+    letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    out = {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+    if ops != "swap":
+        out |= {a + b[1:] for a, b in splits if b}
+    if ops == "all":
+        out |= {a + c + b[1:] for a, b in splits if b for c in letters}
+        out |= {a + c + b for a, b in splits for c in letters}
+    out.discard(word)
+    return out
+
+
+def typo_variants(max_df: int = 3, min_len: int = 5, ops: str = "all") -> Callable[[ExitStack], None]:
+    """The loose (ORed) query also carries the session's misspellings of its words: strings one edit (`ops`, see
+    `_edits1`) from a query word of `min_len`+ letters that the message index holds (porter-stemmed like the word) in
+    1 to `max_df` rows, fewer than the word itself — people type fast ("context suage", "tool exectuion"), and a typo
+    is rare where the word it misspells is not. Each candidate is one FTS lookup (`search_index.term_count`)."""
+    from magic_context.search import engine
+    from magic_context.search import text as st
+    from magic_context.store import search_index as idx
+
+    original, search = st.content_words, engine.search
+    current: list[tuple[sqlite3.Connection, int]] = []
+
+    def rows(conn: sqlite3.Connection, pk: int, term: str, cap: int) -> int:
+        return idx.term_count(conn, st.phrase(term), cap)  # the whole index, as the loose query's df cap counts
+
+    def content_words(query: str) -> list[str]:
+        words = original(query)
+        if not current or not words:
+            return words
+        conn, pk = current[-1]
+        out = list(words)
+        for w in words:
+            if len(w) < min_len or not w.isalpha():
+                continue
+            own = rows(conn, pk, w, 10_000)
+            for t in sorted(_edits1(w, ops)):
+                n = rows(conn, pk, t, max_df + 1)
+                if 0 < n <= max_df and n < own and t not in out:
+                    out.append(t)
+        if os.environ.get("LEVER_DEBUG") and len(out) > len(words):
+            print(f"  typo variants of {query!r}: {out[len(words):]}", file=sys.stderr)
+        return out[:st.MAX_QUERY_TERMS]
+
+    def patched_search(conn: sqlite3.Connection, query: str, **kw: Any) -> Any:
+        current.append((conn, kw["session_pks"][0]))
+        try:
+            return search(conn, query, **kw)
+        finally:
+            current.pop()
+
+    def apply(stack: ExitStack) -> None:
+        stack.enter_context(patched(st, "content_words", content_words))
+        stack.enter_context(patched(engine, "search", patched_search))
+    return apply
 
 
 def message_dims(dims: int) -> Callable[[ExitStack], None]:
@@ -822,6 +883,8 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
                                                                                               query=False))
             for v in ("user1", "user2")]
     out += [(f"r4: message vectors at {d} dims", local, message_dims(d)) for d in (128, 256, 64)]
+    out += [(f"r4: the session's misspellings ({ops}) of the query's words in the loose query (rows ≤ {d})", both,
+             typo_variants(d, ops=ops)) for ops in ("all", "swap+del", "swap") for d in (3, 1)]
     out += [(f"r4: abbreviations' full words indexed ({'+'.join(w)}{'' if p else ', not in paths'})", both,
              indexed_expansions(w, p)) for w in (("compartment",), ("message",), ("compartment", "message"))
             for p in (True, False)]

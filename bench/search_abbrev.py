@@ -1,4 +1,5 @@
-"""Common programming abbreviations and the words they stand for, for matching prose against code vocabulary.
+"""Common programming abbreviations and the words they stand for, for matching prose against code vocabulary
+(bench/search_levers.py "r4:" rows; measured and not kept, README "Search", so it lives with the bench).
 
 A person asks about "the background colour"; the session wrote `bg`, `toolBg`, `--bg-color`. The table is
 general software vocabulary (what a style guide or a glossary of identifiers lists), one canonical word per
