@@ -791,6 +791,70 @@ def typo_variants(max_df: int = 3, min_len: int = 5, ops: str = "all") -> Callab
     return apply
 
 
+def sif_pooled(a: float = 1e-3) -> Callable[[ExitStack], None]:
+    """Compartment, message and query vectors pooled with smooth inverse frequency weights (Arora et al. 2017):
+    each token's vector weighted a / (a + p(token)), p its frequency among the session's indexed message and summary
+    tokens, instead of wordllama's plain average — a static model's average is pulled towards frequent tokens
+    (punctuation, `the`, path pieces) that every text shares."""
+    import numpy as np
+
+    from magic_context.search import embed, lanes
+    from magic_context.search.indexer import MESSAGE_TEXT_CHARS
+    from magic_context.store import search_index as idx
+
+    def model() -> Any:
+        embed._local_embed(["warm up"])
+        return embed._local_model
+
+    def pooled(texts: list[str], weights: Any) -> Any:
+        m = model()
+        out = np.zeros((len(texts), m.embedding.shape[1]), dtype=np.float32)
+        for i, enc in enumerate(m.tokenizer.encode_batch([t or " " for t in texts], add_special_tokens=False)):
+            ids = np.array([t for t, k in zip(enc.ids, enc.attention_mask, strict=True) if k], dtype=np.int64)
+            if len(ids):
+                w = weights[ids]
+                out[i] = (w[:, None] * m.embedding[ids]).sum(0) / max(float(w.sum()), 1e-9)
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+    def session(conn: sqlite3.Connection, pk: int) -> tuple[Any, list[Any], Any, Any, Any]:
+        key = _db_key(conn, pk, "sif", a)
+        if key not in _memo:
+            m = model()
+            comps = idx.compartments(conn, pk)
+            rows = idx.message_texts(conn, pk)
+            comp_texts = [f"{c['title']}\n{c['content']}" for c in comps]
+            msg_texts = [r[2][:MESSAGE_TEXT_CHARS] for r in rows]
+            counts = np.zeros(m.embedding.shape[0], dtype=np.float64)
+            for enc in m.tokenizer.encode_batch(comp_texts + msg_texts, add_special_tokens=False):
+                np.add.at(counts, np.array(enc.ids, dtype=np.int64), 1.0)
+            weights = (a / (a + counts / max(counts.sum(), 1.0))).astype(np.float32)
+            msg = pooled(msg_texts, weights)[:, :embed.MESSAGE_DIMS]
+            msg /= np.maximum(np.linalg.norm(msg, axis=1, keepdims=True), 1e-9)
+            _memo[key] = (weights, comps, pooled(comp_texts, weights), np.array([r[0] for r in rows]), msg)
+        return _memo[key]
+
+    def semantic_compartments(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int) -> dict[int, Any]:
+        weights, comps, vecs, _o, _m = session(conn, pk)
+        scores = vecs @ pooled([q.text], weights)[0]
+        keep = [i for i, c in enumerate(comps) if 0 <= c["end_ordinal"] <= cutoff]
+        top = sorted(keep, key=lambda i: -scores[i])[:lanes.SEMANTIC_CANDIDATES]
+        return {int(comps[i]["id"]): (max(0.0, min(1.0, float(scores[i]))), int(comps[i]["start_ordinal"]),
+                                      int(comps[i]["end_ordinal"]), "") for i in top}
+
+    def semantic_messages(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, n: int) -> list[tuple[int, float]]:
+        weights, _c, _v, ords, vecs = session(conn, pk)
+        qv = pooled([q.text], weights)[0][:embed.MESSAGE_DIMS]
+        scores = vecs @ (qv / max(float(np.linalg.norm(qv)), 1e-9))
+        keep = np.flatnonzero((ords <= cutoff) & (scores >= lanes.MIN_MESSAGE_COSINE))
+        top = keep[np.argsort(-scores[keep], kind="stable")[:n]]
+        return [(int(ords[i]), float(scores[i])) for i in top]
+
+    def apply(stack: ExitStack) -> None:
+        stack.enter_context(patched(lanes, "_semantic_compartments", semantic_compartments))
+        stack.enter_context(patched(lanes, "_semantic_messages", semantic_messages))
+    return apply
+
+
 def message_dims(dims: int) -> Callable[[ExitStack], None]:
     """Message vectors (and the query's message view) at the first `dims` Matryoshka dimensions of the local model
     (128 shipped; the bundled weights stop at 256), embedded here from the indexed text, float32."""
@@ -883,6 +947,8 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
                                                                                               query=False))
             for v in ("user1", "user2")]
     out += [(f"r4: message vectors at {d} dims", local, message_dims(d)) for d in (128, 256, 64)]
+    out += [(f"r4: vectors pooled with smooth inverse frequency weights, a = {a:g}", local, sif_pooled(a))
+            for a in (1e-3, 1e-4, 1e-2)]
     out += [(f"r4: the session's misspellings ({ops}) of the query's words in the loose query (rows ≤ {d})", both,
              typo_variants(d, ops=ops)) for ops in ("all", "swap+del", "swap") for d in (3, 1)]
     out += [(f"r4: abbreviations' full words indexed ({'+'.join(w)}{'' if p else ', not in paths'})", both,
