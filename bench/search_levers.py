@@ -949,6 +949,10 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
     out += [(f"r4: message vectors at {d} dims", local, message_dims(d)) for d in (128, 256, 64)]
     out += [(f"r4: vectors pooled with smooth inverse frequency weights, a = {a:g}", local, sif_pooled(a))
             for a in (1e-3, 1e-4, 1e-2)]
+    out += [(f"r4: compartment score {sw:g} × cosine + {1 - sw:g} × FTS (0.7 shipped)", local,
+             set_(SEMANTIC_WEIGHT=sw, FTS_WEIGHT=round(1 - sw, 2))) for sw in (0.5, 0.6, 0.8, 0.9)]
+    out += [(f"r4: single-source compartment penalty {p:g} (0.8 shipped)", local, set_(SINGLE_SOURCE_PENALTY=p))
+            for p in (0.6, 0.7, 0.9, 1.0)]
     out += [(f"r4: the session's misspellings ({ops}) of the query's words in the loose query (rows ≤ {d})", both,
              typo_variants(d, ops=ops)) for ops in ("all", "swap+del", "swap") for d in (3, 1)]
     out += [(f"r4: abbreviations' full words indexed ({'+'.join(w)}{'' if p else ', not in paths'})", both,
