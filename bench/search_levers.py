@@ -855,6 +855,38 @@ def sif_pooled(a: float = 1e-3) -> Callable[[ExitStack], None]:
     return apply
 
 
+def diversified(weight: float, head: int = 15) -> Callable[[ExitStack], None]:
+    """Maximal marginal relevance over the first `head` merged hits: each next place goes to the hit maximizing its
+    score (relative to the best) minus `weight` × its largest word overlap (Jaccard of content words, snippet and
+    title) with a hit already placed — near-duplicate summaries of one topic give way to another topic's."""
+    from magic_context.search import engine
+    from magic_context.search import text as st
+
+    dedupe = engine._dedupe
+
+    def words(h: Any) -> set[str]:
+        return set(st.content_words(f"{h.title or ''} {h.snippet or ''}"[:4000]))
+
+    def patched_dedupe(hits: list[Any]) -> list[Any]:
+        hits = dedupe(hits)
+        top, rest = hits[:head], hits[head:]
+        if len(top) < 3:
+            return hits
+        best = max(h.score for h in top) or 1.0
+        bags = [words(h) for h in top]
+        placed: list[int] = []
+        left = list(range(len(top)))
+        while left:
+            def gain(i: int) -> float:
+                overlap = max((len(bags[i] & bags[j]) / max(1, len(bags[i] | bags[j])) for j in placed), default=0.0)
+                return top[i].score / best - weight * overlap
+            pick = max(left, key=lambda i: (gain(i), -i))
+            placed.append(pick)
+            left.remove(pick)
+        return [top[i] for i in placed] + rest
+    return lambda stack: stack.enter_context(patched(engine, "_dedupe", patched_dedupe))
+
+
 def message_dims(dims: int) -> Callable[[ExitStack], None]:
     """Message vectors (and the query's message view) at the first `dims` Matryoshka dimensions of the local model
     (128 shipped; the bundled weights stop at 256), embedded here from the indexed text, float32."""
@@ -953,6 +985,8 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
              set_(SEMANTIC_WEIGHT=sw, FTS_WEIGHT=round(1 - sw, 2))) for sw in (0.5, 0.6, 0.8, 0.9)]
     out += [(f"r4: single-source compartment penalty {p:g} (0.8 shipped)", local, set_(SINGLE_SOURCE_PENALTY=p))
             for p in (0.6, 0.7, 0.9, 1.0)]
+    out += [(f"r4: diversified top (maximal marginal relevance, word overlap weight {w:g})", both, diversified(w))
+            for w in (0.1, 0.2, 0.4)]
     out += [(f"r4: the session's misspellings ({ops}) of the query's words in the loose query (rows ≤ {d})", both,
              typo_variants(d, ops=ops)) for ops in ("all", "swap+del", "swap") for d in (3, 1)]
     out += [(f"r4: abbreviations' full words indexed ({'+'.join(w)}{'' if p else ', not in paths'})", both,
