@@ -887,6 +887,41 @@ def diversified(weight: float, head: int = 15) -> Callable[[ExitStack], None]:
     return lambda stack: stack.enter_context(patched(engine, "_dedupe", patched_dedupe))
 
 
+_QUOTE = re.compile(r'\b[UA]: "(.*?)"(?= →|$)', re.MULTILINE)
+
+
+def prose_compartment_match(which: str = "loose") -> Callable[[ExitStack], None]:
+    """The compartment lane's loose (ORed) query — or every query, `which="all"` — matched against each summary's
+    prose only (its title and the `U: "…"` / `A: "…"` quotes; no file lists, commands or commits, whose words every
+    compartment shares), through an in-memory FTS5 index of the same tokenizer."""
+    from magic_context.store import search_index as idx
+
+    match = idx.match_compartments
+
+    def prose_index(conn: sqlite3.Connection, pk: int) -> sqlite3.Connection:
+        key = _db_key(conn, pk, "prose")
+        if key not in _memo:
+            mem = sqlite3.connect(":memory:")
+            mem.execute("CREATE VIRTUAL TABLE p USING fts5(title, prose, tokenize='porter unicode61')")
+            mem.executemany("INSERT INTO p(rowid, title, prose) VALUES (?, ?, ?)",
+                            [(c["id"], c["title"], " ".join(_QUOTE.findall(c["content"] or "")))
+                             for c in idx.compartments(conn, pk)])
+            _memo[key] = mem
+        return _memo[key]
+
+    def patched_match(conn: sqlite3.Connection, pk: int, expression: str, cutoff: int, limit: int) -> list[Any]:
+        if which == "loose" and " OR " not in expression:
+            return match(conn, pk, expression, cutoff, limit)
+        try:
+            ids = [r[0] for r in prose_index(conn, pk).execute(
+                "SELECT rowid FROM p WHERE p MATCH ? ORDER BY bm25(p), rowid", (expression,)).fetchall()]
+        except sqlite3.OperationalError:
+            return []
+        rows = {r["id"]: r for r in idx.compartments(conn, pk, ids) if r["end_ordinal"] <= cutoff}
+        return [rows[i] for i in ids if i in rows][:limit]
+    return lambda stack: stack.enter_context(patched(idx, "match_compartments", patched_match))
+
+
 def message_dims(dims: int) -> Callable[[ExitStack], None]:
     """Message vectors (and the query's message view) at the first `dims` Matryoshka dimensions of the local model
     (128 shipped; the bundled weights stop at 256), embedded here from the indexed text, float32."""
@@ -987,6 +1022,8 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
             for p in (0.6, 0.7, 0.9, 1.0)]
     out += [(f"r4: diversified top (maximal marginal relevance, word overlap weight {w:g})", both, diversified(w))
             for w in (0.1, 0.2, 0.4)]
+    out += [("r4: compartments' loose query matched against their prose only", both, prose_compartment_match()),
+            ("r4: compartments' every query matched against their prose only", both, prose_compartment_match("all"))]
     out += [(f"r4: the session's misspellings ({ops}) of the query's words in the loose query (rows ≤ {d})", both,
              typo_variants(d, ops=ops)) for ops in ("all", "swap+del", "swap") for d in (3, 1)]
     out += [(f"r4: abbreviations' full words indexed ({'+'.join(w)}{'' if p else ', not in paths'})", both,
