@@ -922,6 +922,62 @@ def prose_compartment_match(which: str = "loose") -> Callable[[ExitStack], None]
     return lambda stack: stack.enter_context(patched(idx, "match_compartments", patched_match))
 
 
+def centered(kinds: tuple[str, ...], components: int = 0) -> Callable[[ExitStack], None]:
+    """Vectors and the query centred on the session's mean vector of that kind (and, with `components`, the top
+    principal directions removed: "all-but-the-top", Mu & Viswanath 2018), then renormalized — static-model averages
+    share a common direction that makes every text look alike."""
+    import numpy as np
+
+    from magic_context.search import lanes, vectorfile
+
+    def post(conn: sqlite3.Connection, kind: str, pk: int, model: str, dims: int) -> tuple[Any, Any, Any]:
+        key = _db_key(conn, pk, "centred", kind, components, dims)
+        if key not in _memo:
+            matrix = vectorfile.load(conn, kind, str(pk), model, dims)
+            vecs = np.asarray(matrix["vec"], dtype=np.float32)
+            if kind == "msgblock":
+                vecs = vecs * np.asarray(matrix["scale"], dtype=np.float32)[:, None]
+            mean = vecs.mean(0)
+            basis = np.zeros((0, dims), dtype=np.float32)
+            if components:
+                basis = np.linalg.svd(vecs - mean, full_matrices=False)[2][:components]
+            _memo[key] = (matrix, mean, basis, _project(vecs, mean, basis))
+        return _memo[key]
+
+    def _project(v: Any, mean: Any, basis: Any) -> Any:
+        out = v - mean
+        if len(basis):
+            out = out - (out @ basis.T) @ basis
+        return out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-9)
+
+    def semantic_compartments(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int) -> dict[int, Any]:
+        matrix, mean, basis, vecs = post(conn, "compartment", pk, q.model_id, q.vector.shape[0])
+        if len(matrix) == 0:
+            return {}
+        keep = np.flatnonzero((matrix["end"] >= 0) & (matrix["end"] <= cutoff))
+        scores = vecs @ _project(q.vector, mean, basis)
+        top = keep[np.argsort(-scores[keep], kind="stable")[:lanes.SEMANTIC_CANDIDATES]]
+        return {int(matrix["ref"][i]): (max(0.0, min(1.0, float(scores[i]))), int(matrix["start"][i]),
+                                        int(matrix["end"][i]), "") for i in top}
+
+    def semantic_messages(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, n: int) -> list[tuple[int, float]]:
+        matrix, mean, basis, vecs = post(conn, "msgblock", pk, q.model_id, q.message_vector.shape[0])
+        if len(matrix) == 0:
+            return []
+        ords = matrix["ref"]
+        scores = vecs @ _project(q.message_vector, mean, basis)
+        keep = np.flatnonzero((ords <= cutoff) & (scores >= lanes.MIN_MESSAGE_COSINE))
+        top = keep[np.argsort(-scores[keep], kind="stable")[:n]]
+        return [(int(ords[i]), float(scores[i])) for i in top]
+
+    def apply(stack: ExitStack) -> None:
+        if "compartment" in kinds:
+            stack.enter_context(patched(lanes, "_semantic_compartments", semantic_compartments))
+        if "msgblock" in kinds:
+            stack.enter_context(patched(lanes, "_semantic_messages", semantic_messages))
+    return apply
+
+
 def message_dims(dims: int) -> Callable[[ExitStack], None]:
     """Message vectors (and the query's message view) at the first `dims` Matryoshka dimensions of the local model
     (128 shipped; the bundled weights stop at 256), embedded here from the indexed text, float32."""
@@ -1022,6 +1078,10 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
             for p in (0.6, 0.7, 0.9, 1.0)]
     out += [(f"r4: diversified top (maximal marginal relevance, word overlap weight {w:g})", both, diversified(w))
             for w in (0.1, 0.2, 0.4)]
+    out += [(f"r4: {label} vectors centred on the session's mean{f', top {c} directions removed' if c else ''}",
+             local, centered(kinds, c))
+            for label, kinds in (("compartment", ("compartment",)), ("message", ("msgblock",)),
+                                 ("compartment and message", ("compartment", "msgblock"))) for c in (0, 1, 2)]
     out += [("r4: compartments' loose query matched against their prose only", both, prose_compartment_match()),
             ("r4: compartments' every query matched against their prose only", both, prose_compartment_match("all"))]
     out += [(f"r4: the session's misspellings ({ops}) of the query's words in the loose query (rows ≤ {d})", both,
