@@ -425,7 +425,7 @@ def _schedule(p: Pass, view: View, meas: Measure) -> Schedule:
     bust = (meas.decision.execute or hard or meas.force) and not p.readonly
     historian = _historian(p.conn, p.inp, p.hot, view.pk, messages=view.messages, msg_tokens=view.msg_tokens,
                            usage_tokens=meas.usage_tokens, limit=meas.limit.tokens, threshold=meas.threshold,
-                           enabled=p.compaction and p.primary and not p.readonly and not p.inp.dry_run)
+                           enabled=p.compaction and p.primary and not p.readonly and not p.inp.dry_run, busting=bust)
     mutate = bust and p.compaction and (historian != passes.HistorianActivity.RUNNING or meas.force or hard)
     return Schedule(with_head, m0_meta, hard_reasons, hard, bust, historian, mutate)
 
@@ -683,7 +683,7 @@ def _report(p: Pass, view: View, meas: Measure, sched: Schedule, *, decisions: D
 
 def _historian(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, pk: int, *, messages: list[m.Message],
                msg_tokens: list[int], usage_tokens: int, limit: int, threshold: float,
-               enabled: bool) -> passes.HistorianActivity:
+               enabled: bool, busting: bool = False) -> passes.HistorianActivity:
     """Evaluate the historian trigger; start it (inline or detached) when it fires. Returns the report word."""
     if not enabled:
         return passes.HistorianActivity.IDLE
@@ -693,7 +693,7 @@ def _historian(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, pk: int
                                            threshold_percent=threshold, usage_tokens=usage_tokens)
     decision = history_trigger.evaluate(
         usage_tokens=usage_tokens, context_limit=limit, threshold_percent=threshold, tail_tokens=figures.tokens,
-        tail_messages=figures.messages, commit_clusters=figures.commit_clusters, running=running)
+        tail_messages=figures.messages, commit_clusters=figures.commit_clusters, running=running, busting=busting)
     if not decision.fire:
         return passes.HistorianActivity.RUNNING if running else passes.HistorianActivity.IDLE
     from magic_context.history import runner
