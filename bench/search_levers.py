@@ -3,12 +3,16 @@
     nice -n 10 python bench/search_levers.py                 # after bench/search_bench.py built its databases
     nice -n 10 python bench/search_levers.py --only agreement
     nice -n 10 python bench/search_levers.py --only "now:" --exact --set tuning
+    nice -n 19 python bench/search_levers.py --only "r4: " --set tuning --exact --flips   # the fourth round
+    nice -n 19 python bench/search_levers.py --only "r4: current" --set heldout --questions original --flips
 
-Each lever patches the ranking in this process (nothing is re-indexed: the variants that need other vectors
-embed them here) and prints, per question set and embedding provider, the paraphrase recall@5 and the MRR
-of all the set's questions (`--exact` adds exact-lookup recall@5). Every lever except the agreement rows and
-the `now:` rows runs with the agreement weight at 0 — the ranking before that round — so the rows compare with
-"before"; the `now:` rows run on the current ranking and compare with "now: current ranking". Choose on
+Each lever patches the ranking in this process (nothing is re-indexed in place: the variants that need other
+vectors embed them here, and the r4 indexed-words rows edit copies of the cached databases) and prints, per question
+set and embedding provider, the paraphrase recall@5 and the MRR of all the set's questions (`--exact` adds
+exact-lookup recall@5; `--flips` lists each question whose rank differs from the unpatched ranking's; `--questions
+original|added` runs one group of each file's questions). Every lever except the agreement rows and the `now:`,
+`r3:` and `r4:` rows runs with the agreement weight at 0 — the ranking before that round — so the rows compare with
+"before"; the others run on the current ranking and compare with their round's "current ranking" row. Choose on
 `--set tuning`, then measure `--set heldout` once: the held-out set judges; choosing on it would make it a
 second tuning set.
 """
