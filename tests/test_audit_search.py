@@ -172,3 +172,28 @@ def test_a_memory_the_head_shows_is_hidden_from_that_sessions_search_only(mc, tm
     assert memory_ids("zebra stripes") == [shown]
     assert memory_ids("zebra stripes", "--project", str(tmp_path)) == [shown]
     assert memory_ids(f"#{shown}") == [shown]
+
+
+def test_memory_off_searches_no_memory_and_asking_for_an_off_lane_says_why(conn, tmp_path) -> None:
+    """§3.1: the memory source is searched only while `memory.enabled`; git commits only while indexing is on.
+    Asking for either by name while it is off says so, instead of an unexplained empty result."""
+    from magic_context.config.model import MCConfig
+
+    pk = session_with_history(conn)
+    mid = add_memory(conn, "zebra stripes are counted from the header")
+    off = MCConfig.model_validate({"embedding": {"provider": "off"}, "memory": {"enabled": False}})
+    on = MCConfig.model_validate({"embedding": {"provider": "off"}})
+
+    def run_with(config, sources=None, query="zebra stripes"):
+        return engine.search(conn, query, session_pks=[pk], project_id="dir:syn", now_ms=NOW, sources=sources,
+                             config=config, count_retrievals=False, project_dir=str(tmp_path))
+
+    assert mid in [h.id for h in run_with(on).hits if h.source == "memory"]
+    everything = run_with(off)
+    assert not [h for h in everything.hits if h.source == "memory"]
+    assert everything.warnings == []  # not asked for by name: quietly left out, as the head leaves them out
+    asked = run_with(off, ["memory"])
+    assert asked.hits == [] and any("memory.enabled = false" in w for w in asked.warnings)
+    assert run_with(off, ["memory"], query=f"#{mid}").hits == []  # the id shortcut too
+    commits = run_with(on, ["git_commit"])
+    assert any("memory.git_commit_indexing.enabled" in w for w in commits.warnings)
