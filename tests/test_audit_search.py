@@ -197,3 +197,29 @@ def test_memory_off_searches_no_memory_and_asking_for_an_off_lane_says_why(conn,
     assert run_with(off, ["memory"], query=f"#{mid}").hits == []  # the id shortcut too
     commits = run_with(on, ["git_commit"])
     assert any("memory.git_commit_indexing.enabled" in w for w in commits.warnings)
+
+
+def test_a_notes_msg_anchor_is_shown_only_to_its_own_session() -> None:
+    """§3.6: ` @msg <ordinal>` only for this session's notes — another session's ordinals mean nothing here."""
+    from magic_context.search import format as fmt
+    from magic_context.search.lanes import Hit
+
+    note = Hit("note", 5, 1.0, "fts", "look again", session_pk=7, status="active", at_ms=NOW,
+               extra={"anchor_ordinal": 42})
+    assert fmt.block(1, note, NOW, 7).splitlines()[0] == "[1] [note] score=1.00 id=#5 status=active today @msg 42"
+    assert fmt.block(1, note, NOW, 8).splitlines()[0] == "[1] [note] score=1.00 id=#5 status=active today"
+    assert fmt.block(1, note, NOW, None).splitlines()[0].endswith("today")
+
+
+def test_each_dynamic_field_of_the_result_text_is_capped_at_1024_bytes() -> None:
+    """§3.6 [later]: every dynamic field at most 1024 UTF-8 bytes (a pasted log as a query or a title)."""
+    from magic_context.search import format as fmt
+    from magic_context.search.engine import SearchResult
+    from magic_context.search.lanes import Hit
+
+    long_title = "é" * 1000  # 2 000 bytes
+    hit = Hit("compartment", 3, 0.5, "fts", "", session_pk=1, ordinal_start=0, ordinal_end=9, title=long_title)
+    head = fmt.block(1, hit, NOW).splitlines()[0]
+    assert head.endswith("title=" + "é" * 512) and len(head.split("title=")[1].encode()) == 1024
+    text = fmt.render(SearchResult("q" * 3000, [hit]), NOW)
+    assert text.splitlines()[0] == f'Found 1 result(s) for "{"q" * 1024}":'
