@@ -51,11 +51,11 @@ def test_django_trajectory_replayed_through_the_runner() -> None:
     # the single task prompt sits at ordinal 1: the long live turn behind it does not hold the boundary
     assert rows[-1]["end_ordinal"] > 150
     assert all(r["title"] and r["p1"] for r in rows)
-    done = wrapup.wrapup(conn, pk, keep=20, provider="extractive", now_ms=NOW + 10_000)
+    done = wrapup.wrapup(conn, pk, keep=8, provider="extractive", now_ms=NOW + 10_000)
     assert done.disposition == wrapup.COMPLETED
     rows = compartments(conn, pk)
     total = len(recorded.calls[-1].messages)
-    assert contiguous(rows) and 20 <= total - 1 - rows[-1]["end_ordinal"] <= 25
+    assert contiguous(rows) and 8 <= total - 1 - rows[-1]["end_ordinal"] <= 13
     failure = conn.execute("SELECT value FROM session_state WHERE session_pk = ? AND key = ?",
                            (pk, runner.FAILURE_KEY)).fetchone()
     assert failure is None or json.loads(failure[0]) is None

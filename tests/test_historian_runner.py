@@ -11,7 +11,7 @@ import pytest
 from historian_helpers import NOW, PiBuilder, compartments, covered, store_pi
 
 from magic_context.config.model import MCConfig
-from magic_context.history import chunk, extractive, publish, runner, wrapup
+from magic_context.history import boundary, chunk, extractive, publish, runner, wrapup
 from magic_context.history.validate import validate_historian_output
 from magic_context.llm.base import ProviderHTTPError
 
@@ -74,19 +74,37 @@ def test_run_once_in_keep_mode_and_nothing_to_compact(conn) -> None:
     assert again.status == runner.NOTHING and "newest 4" in again.reason
 
 
-def test_trigger_mode_keeps_the_protected_tail_and_rereads_the_last_compartment(conn) -> None:
+def test_trigger_mode_keeps_the_protected_tail_and_publishes_all_it_read(conn) -> None:
     b = session(turns=30, padding=6_000)
     pk = store_pi(conn, b.messages)
     conn.execute("UPDATE sessions SET context_limit = 60000 WHERE id = ?", (pk,))
     result = runner.run_once(conn, pk, now_ms=NOW)
-    assert result.status == runner.PUBLISHED
+    assert result.status == runner.PUBLISHED and result.compartments >= 2
     rows = compartments(conn, pk)
-    protect = 9_750  # 25% of 60 000 × 65%
+    protect = boundary.protected_tail_tokens(60_000, runner.DEFAULT_THRESHOLD)  # no pass report: the default
     raw_after = conn.execute("SELECT sum(tokens) FROM raw_messages WHERE session_pk = ? AND ordinal > ?",
                              (pk, rows[-1]["end_ordinal"])).fetchone()[0]
     assert raw_after >= protect
-    # discard-last healing: the run's last compartment is left for the next run to re-read
-    assert result.next_start == rows[-1]["end_ordinal"] + 1 <= result.end
+    # the chunk ended at the eligible boundary: a discarded last compartment would be re-read by the next run
+    # with no more lookahead (paid twice by a model historian), so everything read is published
+    assert result.end == result.eligible_end and result.next_start == result.end + 1 == rows[-1]["end_ordinal"] + 1
+
+
+def test_a_chunk_cut_by_its_budget_leaves_its_last_compartment_to_the_next_run(conn, monkeypatch) -> None:
+    monkeypatch.setattr(chunk, "chunk_budget", lambda *_: 4_000)  # a small historian context
+    b = PiBuilder()
+    for i in range(60):  # ~120 rendered tokens a turn: the eligible head is beyond the chunk budget
+        b.turn(f"please port module {i} to the new api: " + "keep the public names stable and log each call " * 20,
+               f"src/m{i}.py", padding=2_000)
+    pk = store_pi(conn, b.messages)
+    conn.execute("UPDATE sessions SET context_limit = 400000 WHERE id = ?", (pk,))
+    result = runner.run_once(conn, pk, now_ms=NOW)
+    assert result.status == runner.PUBLISHED and result.end < result.eligible_end  # cut by the budget
+    last = compartments(conn, pk)[-1]["end_ordinal"]
+    # discard-last: the next run reads the last compartment again, with the messages that follow it
+    assert result.next_start == last + 1 <= result.end
+    again = runner.run_once(conn, pk, now_ms=NOW + 1)
+    assert again.start == last + 1
 
 
 def test_inline_run_inside_the_callers_transaction(conn) -> None:

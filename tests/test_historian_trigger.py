@@ -44,6 +44,22 @@ def test_force_at_80_percent_unless_drops_suffice() -> None:
     assert decide(85, tail=1_000, projected_tokens=int(LIMIT * 0.50)).fire
 
 
+def test_a_pass_that_busts_anyway_folds_an_eligible_head_of_a_quarter_of_the_threshold() -> None:
+    def small(usage: float, tail: int, **kw) -> trigger.TriggerDecision:  # a 20k window: the budget is clamped
+        return trigger.evaluate(usage_tokens=int(20_000 * usage / 100), context_limit=20_000, threshold_percent=65,
+                                tail_tokens=tail, tail_messages=20, **kw)
+
+    quarter = int(trigger.RIDE_BUST_SHARE * 20_000 * 0.65)  # 3 250 of the threshold's 13 000 tokens
+    assert quarter < 3 * trigger.trigger_budget(20_000, 65)  # below the tail-size trigger (15 000 here)
+    assert small(30, quarter, busting=True).fire and small(30, quarter, busting=True).reason == "rides_bust"
+    assert not small(30, quarter - 1, busting=True).fire  # too little to be worth a compartment
+    assert small(30, quarter).reason == "below_threshold"  # a defer pass does not fire for it
+    assert not small(30, quarter, busting=True, running=True).fire
+    assert small(85, quarter, busting=True).reason == "force_80"  # the earlier rules still decide first
+    # in a large window the tail-size trigger (3 budgets, 15% of the threshold) comes first
+    assert decide(30, tail=int(trigger.RIDE_BUST_SHARE * LIMIT * 0.65), busting=True).reason == "tail_size"
+
+
 def test_tail_size_trigger_at_three_budgets() -> None:
     budget = trigger.trigger_budget(LIMIT, 65)
     assert decide(10, tail=3 * budget).reason == "tail_size"

@@ -354,16 +354,17 @@ def test_historian_is_asked_with_the_pass_figures_and_starts_inline_or_detached(
     monkeypatch.setattr(runner, "launch_background", lambda *a, **k: calls.append(("detached", a, k)) or launched[0])
     inp = SimpleNamespace(now_ms=5000, session_id="hist", harness=m.PI)
 
-    def word(enabled: bool = True) -> str:
+    def word(enabled: bool = True, busting: bool = False) -> str:
         return pipeline._historian(conn, inp, {"historian.timeout_ms": 1234}, pk, messages=["m"], msg_tokens=[5],
-                                   usage_tokens=77, limit=1000, threshold=40.0, enabled=enabled)
+                                   usage_tokens=77, limit=1000, threshold=40.0, enabled=enabled, busting=busting)
 
     assert word(enabled=False) == "idle" and seen == {}
     assert word() == "idle" and calls == []
     assert seen["figures"] == (["m"], [5], {"last_end": None, "context_limit": 1000, "threshold_percent": 40.0,
                                             "usage_tokens": 77})
     assert seen["evaluate"] == {"usage_tokens": 77, "context_limit": 1000, "threshold_percent": 40.0, "tail_tokens": 11,
-                                "tail_messages": 3, "commit_clusters": 2, "running": False}
+                                "tail_messages": 3, "commit_clusters": 2, "running": False, "busting": False}
+    assert word(busting=True) == "idle" and seen["evaluate"]["busting"] is True  # the pass's bust, for rule 6
     compartments.insert(conn, pk, sequence=1, start=0, end=4, start_message_id=None, end_message_id=None, title="t",
                         p1="", p2="", p3="", p4="", content="c", importance=50, episode_type=None, start_time=None,
                         end_time=None, now_ms=1)

@@ -159,7 +159,11 @@ def _at(now: int, used: int, limit: int, session: str, messages: list) -> dict:
             "usage": {"input_tokens": used, "output_tokens": 10}, "messages": messages}
 
 
-def test_a_pass_over_the_threshold_drops_the_oldest_outputs_and_later_passes_keep_them_dropped(isolated_dirs) -> None:
+def test_a_pass_over_the_threshold_drops_the_oldest_outputs_and_later_passes_keep_them_dropped(isolated_dirs,
+                                                                                              monkeypatch) -> None:
+    from magic_context.history import runner
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)  # the drops alone (the bust would fold: below)
     isolated_dirs["config"].mkdir(parents=True, exist_ok=True)  # the figures below are for a 65% threshold
     (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 65\n", encoding="utf-8")
     messages = _tools(40)
@@ -174,6 +178,23 @@ def test_a_pass_over_the_threshold_drops_the_oldest_outputs_and_later_passes_kee
     again, rep, _ = serve(_at(NOW + 3000, 8_400, 12_000, "over", messages))
     assert (rep["dropped"], rep["new_drops"], rep["tokens_after"]) == (22, 0, 2484)
     assert again["messages"] == out["messages"]
+
+
+def test_a_pass_that_busts_folds_the_eligible_head_on_the_same_bust(isolated_dirs) -> None:
+    """The trigger's rule 6 ("rides_bust"): the execute pass above also starts the historian (inline here), so
+    the outputs it would drop are folded into a compartment on the same re-write, which names their files
+    (in m[1]'s `<session-history-since>`: m[0] is re-rendered on a HARD fold only)."""
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (isolated_dirs["config"] / "config.toml").write_text("execute_threshold_percentage = 65\n", encoding="utf-8")
+    messages = _tools(40)
+    serve(_at(NOW, 1000, 12_000, "rides", messages))
+    out, rep, _ = serve(_at(NOW + 2000, 8_400, 12_000, "rides", messages))
+    assert (rep["pass"], rep["bust"], rep["historian"]) == ("execute", True, "fired")
+    since = json.dumps(out["messages"][1])
+    assert "<session-history-since>" in since and "## 0-62 " in since and "f0.py" in since  # folded, named
+    assert rep["dropped"] == 0 and rep["tokens_after"] < 2484  # nothing left to drop: less than the drops alone
+    again, rep, _ = serve(_at(NOW + 3000, 8_400, 12_000, "rides", messages))
+    assert rep["pass"] == "defer" and again["messages"] == out["messages"]
 
 
 def test_a_pass_over_the_threshold_whose_drops_save_too_little_is_held_until_the_force_band(isolated_dirs,
@@ -197,6 +218,21 @@ def test_a_pass_over_the_threshold_whose_drops_save_too_little_is_held_until_the
     assert (rep["pass"], rep["bust"], rep["reason"], rep["dropped"]) == (
         "execute", True, "usage 85.1% ≥ threshold 65%", 22)
     assert [i for i in range(40) if f"OUT{i} " in json.dumps(out)] == list(range(22, 40))
+
+
+def test_a_pass_whose_cache_expired_is_never_held_its_drops_are_free(isolated_dirs) -> None:
+    """A subagent's pass has no head, so an expired cache is no HARD fold for it; its age drops (12 outputs,
+    ~1 600 tokens, under a quarter of the 10 000-token threshold) must still be taken: the provider re-writes the
+    whole request after the TTL anyway, so holding them would only postpone them to a bust that costs."""
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (isolated_dirs["config"] / "config.toml").write_text("auto_drop_tool_age = 30\n", encoding="utf-8")
+    messages = _tools(40)
+    serve(dict(_at(NOW, 1000, 20_000, "sub-ttl", messages), agent="subagent"))
+    out, rep, _ = serve(dict(_at(NOW + 301_000, 5_000, 20_000, "sub-ttl", messages), agent="subagent"))
+    assert (rep["pass"], rep["bust"], rep["reason"], rep["new_drops"]) == ("execute", True, "cache TTL expired", 12)
+    assert [i for i in range(40) if f"OUT{i} " in json.dumps(out)] == list(range(12, 40))
+    _, rep, _ = serve(dict(_at(NOW + 302_000, 5_000, 20_000, "sub-ttl", messages), agent="subagent"))
+    assert (rep["pass"], rep["dropped"], rep["new_drops"]) == ("defer", 12, 0)
 
 
 def test_a_bust_is_worth_it_from_a_quarter_of_the_threshold_on() -> None:
@@ -672,9 +708,12 @@ def _compartment(session: str, sequence: int, start: int, end: int, p1: str) -> 
         conn.close()
 
 
-def test_a_busting_pass_shows_new_history_in_m1_until_it_outgrows_its_share_then_folds_it_into_m0() -> None:
+def test_a_busting_pass_shows_new_history_in_m1_until_it_outgrows_its_share_then_folds_it_into_m0(monkeypatch) -> None:
     """`_head`: on a busting pass that is not a HARD fold a new compartment goes into m[1] and m[0] is replayed;
     once m[1] is above a fifth of the history budget (10% of the window) the pass folds it into m[0] instead."""
+    from magic_context.history import runner
+
+    monkeypatch.setattr(runner, "run_once", lambda *a, **k: None)  # only the compartments written below
     messages = _tools(40)
     first, _, _ = serve(_at(NOW, 1000, 20_000, "m1", messages))
     _compartment("m1", 1, 0, 2, "short summary")

@@ -374,8 +374,9 @@ def render_output(drafts: Sequence[Draft], facts: Sequence[tuple[str, str]], sta
         for category in dict.fromkeys(c for c, _ in facts):
             out += [f"<{category}>", *(f"* {_escape(t)}" for c, t in facts if c == category), f"</{category}>"]
         out.append("</facts>")
-    out += ["<meta>", f"<messages_processed>{start}-{end}</messages_processed>",
-            f"<unprocessed_from>{end + 1}</unprocessed_from>", "</meta>", "</output>"]
+    # No <meta>: the compartments tile `start..end`, and an answer that covers its chunk needs none (a model
+    # historian is asked for it only when it stops early; each is ~27 output tokens).
+    out.append("</output>")
     return "\n".join(out)
 
 

@@ -1,9 +1,10 @@
 """The historian producer prompt: a system prompt stating the output format (reference §4.2, in our own
 words), the user prompt around the chunk, and the one repair prompt. Stdlib only.
 
-The user prompt carries `<session_references>` (this session's last ≤ 6 compartments, so the new ones
-continue the story instead of repeating it), `<project_memory>` (stored facts, so known facts are not
-emitted again) and `<new_messages>` (the chunk text from `chunk.build_chunk`).
+The user prompt carries `<session_references>` (this session's last ≤ 6 compartments by title, the newest
+also condensed, so the new ones continue the story instead of repeating it), `<project_memory>` (stored
+facts, so known facts are not emitted again) and `<new_messages>` (the chunk text from `chunk.build_chunk`).
+The system prompt asks for `<meta>` only when the answer stops before the chunk's end.
 """
 
 from __future__ import annotations
@@ -21,27 +22,23 @@ MEMORY_CHARS = 300
 MAX_MEMORIES = 80
 
 SYSTEM_PROMPT = """\
-You are the historian of a long session between a person and an AI coding agent. The agent's context
-window cannot hold the whole session, so you condense a slice of its raw history into compartments: a
-compact, faithful record the agent will read later instead of the raw messages. Write for that agent:
-it must be able to continue the work knowing what was asked, what was done, what was decided and why.
+You are the historian of a long session between a person and an AI coding agent. Condense a slice of its
+raw history into compartments the agent will read instead of the raw messages: what was asked, done and
+decided, and why.
 
-Input lines:
-  [N] U: text            message N, typed by the person
-  [N-M] A: part / part   messages N..M by the agent; parts are its prose and its tool calls
-  TC: tool(key arg)      a tool call; "✗ …" marks a failure, "→ …" a short result
-  commits: abc1234 …     commits made in that block
+Input: "[N] U: text" is message N, typed by the person; "[N-M] A: part / part" are the agent's messages
+N..M (prose and tool calls); "TC: tool(arg)" a tool call, "✗ …" a failure, "→ …" a short result;
+"commits: …" the commits made there.
 
-Answer with one XML document and nothing else:
-
+Answer with this XML only:
 <output>
 <compartments>
-<compartment start="FIRST" end="LAST" title="short title" episode_type="feature" importance="50">
-<p1>most detailed: the person's requests verbatim where short, files read and edited, commands and
-their outcome, commits, errors and how they were resolved, decisions with their reasons</p1>
-<p2>condensed: the request, the canonical files and commits, the outcome</p2>
-<p3>one or two sentences: the outcome and the key decision</p3>
-<p4>anchors only: commit hashes and the most important names, or empty as <p4/></p4>
+<compartment start="FIRST" end="LAST" title="names the work" episode_type="feature" importance="50">
+<p1>detailed: the person's requests (verbatim when short), files read and edited, commands and outcomes,
+commits, errors and fixes, decisions and reasons</p1>
+<p2>condensed: request, key files and commits, outcome</p2>
+<p3>one or two sentences: outcome and key decision</p3>
+<p4>anchors only: commit hashes, key names, or empty as <p4/></p4>
 </compartment>
 </compartments>
 <facts>
@@ -49,32 +46,21 @@ their outcome, commits, errors and how they were resolved, decisions with their 
 * a rule the person stated plainly, one per line
 </PROJECT_RULES>
 </facts>
-<meta>
-<messages_processed>FIRST-LAST</messages_processed>
-<unprocessed_from>N</unprocessed_from>
-</meta>
 </output>
 
 Rules:
-- Compartments are ordered, contiguous and non-overlapping. The first starts at the first message of
-  <new_messages>; each next one starts right after the previous one ends. Every message number belongs
-  to exactly one compartment, or lies at or after <unprocessed_from>.
-- Cover the whole slice and set <unprocessed_from> to LAST + 1. If the slice ends in the middle of a
-  piece of work, you may stop earlier: end the last compartment before it and set <unprocessed_from> to
-  the first message you left out; it will be read again with more context.
-- Never end a compartment between a tool call and its result.
-- A compartment is one coherent piece of work (a task, a fix, a decision), usually several requests
-  long. Titles name the work, not the person's mood.
-- All four tiers are required, in this order. p1 ⊇ p2 ⊇ p3 ⊇ p4 in content.
-- episode_type: one or more of bug, feature, release, refactor, infra, design, investigation, docs,
-  comma-separated.
-- importance (1-100) sets how slowly the compartment fades: 85-100 lasting invariants, 60-84 matters
-  for months, 30-59 for weeks, 10-29 for days, 1-9 noise. Edits, commits and decisions rank above
-  browsing and chatter.
-- facts: only durable project knowledge stated or settled in this slice, in the categories
-  PROJECT_RULES, ARCHITECTURE, CONSTRAINTS, CONFIG_VALUES, NAMING. Skip anything already in
-  <project_memory>. Omit <facts> when there are none.
-- Escape &, < and > in text as &amp; &lt; &gt;. Omit empty sections.
+- Compartments are contiguous and in order, from the first message of <new_messages> to its last; each
+  is one coherent piece of work (task, fix, decision), usually several requests long.
+- Never end one between a tool call and its result. If the slice ends mid-way through a piece of work,
+  you may stop before it and add <meta><unprocessed_from>N</unprocessed_from></meta>, N the first message
+  left out (it is read again later); otherwise omit <meta>.
+- All four tiers, in order; each tier holds a subset of the one before.
+- episode_type: comma-separated from bug, feature, release, refactor, infra, design, investigation, docs.
+- importance 1-100 (how slowly it fades): 85+ lasting invariants, 60-84 months, 30-59 weeks, 10-29 days,
+  1-9 noise; edits, commits and decisions above browsing and chatter.
+- facts: durable project knowledge stated or settled here, under PROJECT_RULES, ARCHITECTURE, CONSTRAINTS,
+  CONFIG_VALUES or NAMING, not already in <project_memory>; omit <facts> when none.
+- Escape &, < and > as &amp; &lt; &gt;. Omit empty sections.
 """
 
 
@@ -87,12 +73,14 @@ def _get(row: Any, name: str, default: Any = None) -> Any:
 
 
 def render_references(compartments: Iterable[Any]) -> str:
-    """The last `MAX_REFERENCES` compartments (rows with start/end ordinals, title, p2/p3), densest text kept short."""
+    """The last `MAX_REFERENCES` compartments (rows with start/end ordinals, title, p2/p3): each by its range and
+    title, the newest also with its condensed text (p2, else p3) — where the new slice picks up. The older ones'
+    text is what the agent's own head already carries; a title says what they covered, enough not to repeat them."""
     rows = list(compartments)[-MAX_REFERENCES:]
     lines = []
-    for row in rows:
-        body = _get(row, "p2") or _get(row, "p3") or _get(row, "content", "")
+    for i, row in enumerate(rows, start=1 - len(rows)):
         lines.append(f"## {_get(row, 'start_ordinal')}-{_get(row, 'end_ordinal')} · {_get(row, 'title', '')}")
+        body = (_get(row, "p2") or _get(row, "p3") or _get(row, "content", "")) if i == 0 else ""
         if body:
             lines.append(clip(" ".join(str(body).split()), REFERENCE_CHARS))
     return "\n".join(lines)

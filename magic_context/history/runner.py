@@ -368,7 +368,11 @@ def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, confi
     memories = memory_store.for_prompt(conn, session.project_id, now, prompt.MAX_MEMORIES) \
         if session.project_id else []
     text = prompt.build_prompt(the_chunk, references, memories)
-    no_discard = emergency or (keep is not None and final)
+    # Discard-last (validate step 7) re-reads the last compartment with the messages after it: only a chunk cut
+    # by its budget has those in the next run. One ending at the eligible boundary would be re-read at once with
+    # no more lookahead — a model historian paid twice for the same answer (a fifth of its bill on pi_large
+    # @ 48k, bench/results.md) — so it publishes all it read; a model still stops early itself when work is open.
+    no_discard = emergency or final
 
     def validate(answer: str) -> Any:
         return validate_historian_output(answer, the_chunk.start, the_chunk.end, tool_only=the_chunk.tool_only,

@@ -10,7 +10,11 @@ raw token sizes). Checks, in order (the first that applies decides):
    below threshold × 0.75 (drops alone fix it);
 4. commit clusters ≥ `min_clusters` and tail ≥ trigger_budget → fire ("commit_clusters");
 5. tail ≥ 3 × trigger_budget → fire ("tail_size");
-6. usage ≥ threshold − 2 with a tail of ≥ 6 000 tokens and ≥ 12 messages, unless drops suffice → fire
+6. the pass busts anyway (execute, HARD fold, force band) and the tail is ≥ `RIDE_BUST_SHARE` of the
+   threshold's tokens → fire ("rides_bust"): the fold rides a re-write the pass pays for already rather
+   than a later bust of its own, and the tool arcs that bust removes are named by a compartment before
+   they are gone (sqlfluff @ 10k lost three paths for 22 passes between their drop and the next fold);
+7. usage ≥ threshold − 2 with a tail of ≥ 6 000 tokens and ≥ 12 messages, unless drops suffice → fire
    ("proactive").
 
 trigger_budget = clamp(round(limit × threshold% × 0.05), 5 000, 50 000). `emergency` (usage ≥ the
@@ -37,6 +41,8 @@ FORCE_MATERIALIZE_PERCENT = 85
 BUDGET_SHARE = 0.05
 BUDGET_MIN = 5_000
 BUDGET_MAX = 50_000
+RIDE_BUST_SHARE = 0.25
+"""Of the threshold's tokens: the eligible head a pass that busts anyway folds (rule 6)."""
 
 
 @record(frozen=True)
@@ -97,7 +103,7 @@ def tail_figures(messages: Sequence[Message], sizes: Sequence[int], *, last_end:
 
 def evaluate(*, usage_tokens: int, context_limit: int, threshold_percent: float, tail_tokens: int,
              tail_messages: int, commit_clusters: int = 0, min_clusters: int = 3, clusters_enabled: bool = True,
-             projected_tokens: int | None = None, running: bool = False) -> TriggerDecision:
+             projected_tokens: int | None = None, running: bool = False, busting: bool = False) -> TriggerDecision:
     """Decide whether to start the historian now (see the module rules).
 
     usage_tokens       the prompt size this pass (provider-reported, else estimated)
@@ -108,6 +114,7 @@ def evaluate(*, usage_tokens: int, context_limit: int, threshold_percent: float,
     commit_clusters    committed work phases in the eligible head
     projected_tokens   usage after the drops this pass can apply (None: unknown)
     running            a historian run holds the lease (`runner.is_running`)
+    busting            this pass re-writes the prefix anyway (`Schedule.bust`)
     """
     budget = trigger_budget(context_limit, threshold_percent)
     usage = 100 * usage_tokens / context_limit if context_limit > 0 else 0.0
@@ -129,6 +136,8 @@ def evaluate(*, usage_tokens: int, context_limit: int, threshold_percent: float,
         return decision(True, "commit_clusters")
     if tail_tokens >= TAIL_SIZE_MULTIPLIER * budget:
         return decision(True, "tail_size")
+    if busting and tail_tokens >= RIDE_BUST_SHARE * context_limit * threshold_percent / 100:
+        return decision(True, "rides_bust")
     if usage < threshold_percent - PROACTIVE_OFFSET_PERCENT:
         return decision(False, "below_threshold")
     if drops_suffice:
@@ -142,6 +151,7 @@ __all__ = [
     "FORCE_PERCENT",
     "MIN_PROACTIVE_TAIL_MESSAGES",
     "MIN_PROACTIVE_TAIL_TOKENS",
+    "RIDE_BUST_SHARE",
     "TAIL_SIZE_MULTIPLIER",
     "TailFigures",
     "TriggerDecision",
