@@ -223,3 +223,15 @@ def test_each_dynamic_field_of_the_result_text_is_capped_at_1024_bytes() -> None
     assert head.endswith("title=" + "é" * 512) and len(head.split("title=")[1].encode()) == 1024
     text = fmt.render(SearchResult("q" * 3000, [hit]), NOW)
     assert text.splitlines()[0] == f'Found 1 result(s) for "{"q" * 1024}":'
+
+
+def test_the_cli_warns_about_an_off_lane_only_when_asked_for_it(mc) -> None:
+    from magic_context.store.db import open_db
+
+    conn = open_db()
+    session_with_history(conn, session_id="ses-off-lane")
+    conn.close()
+    plain = mc("search", "walrus", "--session", "ses-off-lane")  # git indexing is off by default
+    assert plain.returncode == 0 and "not searched" not in plain.stderr.decode()
+    named = mc("search", "walrus", "--session", "ses-off-lane", "--source", "git_commit")
+    assert named.returncode == 0 and "git_commit is not searched" in named.stderr.decode()
