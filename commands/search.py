@@ -56,7 +56,8 @@ def search(
         config = load_config(Path(where.project_dir) if where.project_dir else None).config
         now = int(time.time() * 1000)
         result = engine.search(conn, query, session_pks=where.session_pks, project_id=where.project_id,
-                               sources=sources, limit=limit, since_ms=since, until_ms=until, config=config,
+                               sources=sources if source else None,  # None: every lane, no "lane is off" warning
+                               limit=limit, since_ms=since, until_ms=until, config=config,
                                now_ms=now, project_dir=where.project_dir,
                                # what one session's head shows is in that agent's context; a project-wide search
                                # is a person's, who sees no head: every memory may come back

@@ -172,3 +172,66 @@ def test_a_memory_the_head_shows_is_hidden_from_that_sessions_search_only(mc, tm
     assert memory_ids("zebra stripes") == [shown]
     assert memory_ids("zebra stripes", "--project", str(tmp_path)) == [shown]
     assert memory_ids(f"#{shown}") == [shown]
+
+
+def test_memory_off_searches_no_memory_and_asking_for_an_off_lane_says_why(conn, tmp_path) -> None:
+    """§3.1: the memory source is searched only while `memory.enabled`; git commits only while indexing is on.
+    Asking for either by name while it is off says so, instead of an unexplained empty result."""
+    from magic_context.config.model import MCConfig
+
+    pk = session_with_history(conn)
+    mid = add_memory(conn, "zebra stripes are counted from the header")
+    off = MCConfig.model_validate({"embedding": {"provider": "off"}, "memory": {"enabled": False}})
+    on = MCConfig.model_validate({"embedding": {"provider": "off"}})
+
+    def run_with(config, sources=None, query="zebra stripes"):
+        return engine.search(conn, query, session_pks=[pk], project_id="dir:syn", now_ms=NOW, sources=sources,
+                             config=config, count_retrievals=False, project_dir=str(tmp_path))
+
+    assert mid in [h.id for h in run_with(on).hits if h.source == "memory"]
+    everything = run_with(off)
+    assert not [h for h in everything.hits if h.source == "memory"]
+    assert everything.warnings == []  # not asked for by name: quietly left out, as the head leaves them out
+    asked = run_with(off, ["memory"])
+    assert asked.hits == [] and any("memory.enabled = false" in w for w in asked.warnings)
+    assert run_with(off, ["memory"], query=f"#{mid}").hits == []  # the id shortcut too
+    commits = run_with(on, ["git_commit"])
+    assert any("memory.git_commit_indexing.enabled" in w for w in commits.warnings)
+
+
+def test_a_notes_msg_anchor_is_shown_only_to_its_own_session() -> None:
+    """§3.6: ` @msg <ordinal>` only for this session's notes — another session's ordinals mean nothing here."""
+    from magic_context.search import format as fmt
+    from magic_context.search.lanes import Hit
+
+    note = Hit("note", 5, 1.0, "fts", "look again", session_pk=7, status="active", at_ms=NOW,
+               extra={"anchor_ordinal": 42})
+    assert fmt.block(1, note, NOW, 7).splitlines()[0] == "[1] [note] score=1.00 id=#5 status=active today @msg 42"
+    assert fmt.block(1, note, NOW, 8).splitlines()[0] == "[1] [note] score=1.00 id=#5 status=active today"
+    assert fmt.block(1, note, NOW, None).splitlines()[0].endswith("today")
+
+
+def test_each_dynamic_field_of_the_result_text_is_capped_at_1024_bytes() -> None:
+    """§3.6 [later]: every dynamic field at most 1024 UTF-8 bytes (a pasted log as a query or a title)."""
+    from magic_context.search import format as fmt
+    from magic_context.search.engine import SearchResult
+    from magic_context.search.lanes import Hit
+
+    long_title = "é" * 1000  # 2 000 bytes
+    hit = Hit("compartment", 3, 0.5, "fts", "", session_pk=1, ordinal_start=0, ordinal_end=9, title=long_title)
+    head = fmt.block(1, hit, NOW).splitlines()[0]
+    assert head.endswith("title=" + "é" * 512) and len(head.split("title=")[1].encode()) == 1024
+    text = fmt.render(SearchResult("q" * 3000, [hit]), NOW)
+    assert text.splitlines()[0] == f'Found 1 result(s) for "{"q" * 1024}":'
+
+
+def test_the_cli_warns_about_an_off_lane_only_when_asked_for_it(mc) -> None:
+    from magic_context.store.db import open_db
+
+    conn = open_db()
+    session_with_history(conn, session_id="ses-off-lane")
+    conn.close()
+    plain = mc("search", "walrus", "--session", "ses-off-lane")  # git indexing is off by default
+    assert plain.returncode == 0 and "not searched" not in plain.stderr.decode()
+    named = mc("search", "walrus", "--session", "ses-off-lane", "--source", "git_commit")
+    assert named.returncode == 0 and "git_commit is not searched" in named.stderr.decode()

@@ -127,6 +127,11 @@ def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], proj
         raise BadInput(f"--limit {limit} is out of range", fix=f"use 1 to {MAX_LIMIT}")
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     result = SearchResult(text, [], sources=chosen)
+    for name, why in _lanes_off(config).items():  # §3.1: a source is searched only while its feature is on
+        if name in chosen:
+            chosen.remove(name)
+            if sources is not None:  # asked for by name: say why nothing comes from it
+                result.warnings.append(f"{name} is not searched: {why}")
     hidden: set[int] = set()
     for pk in session_pks if hide_visible else ():
         hidden |= visible_memory_ids(conn, pk)
@@ -186,6 +191,18 @@ def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], proj
     if count_retrievals:
         _bump(conn, [int(h.id) for h in result.hits if h.source == "memory"], now)
     return result
+
+
+def _lanes_off(config: Any) -> dict[str, str]:
+    """Sources whose feature the config turns off, with the setting that does it (none without a config)."""
+    if config is None:
+        return {}
+    off = {}
+    if not config.memory.enabled:
+        off["memory"] = "memory.enabled = false"
+    if not config.memory.git_commit_indexing.enabled:
+        off["git_commit"] = "memory.git_commit_indexing.enabled = false (set it true to index HEAD's commits)"
+    return off
 
 
 def _cutoff(conn: sqlite3.Connection, session_pk: int) -> int:
