@@ -45,10 +45,11 @@ def _writer(source: str) -> str:
 
 
 @contextmanager
-def _db() -> Iterator[Any]:
+def _db(*, reading: bool = False) -> Iterator[Any]:
+    """The database; `reading`: a command that only reads, which must not create it (`db.open_for_reading`)."""
     from magic_context.store import db
 
-    conn = db.open_db()
+    conn = db.open_for_reading() if reading else db.open_db()
     try:
         yield conn
     finally:
@@ -107,7 +108,7 @@ def list_(
         statuses = list(model.STATUSES) if "all" in status else status
     now = _now()
     pid = None if all_projects else _project_id(project)
-    with _db() as conn:
+    with _db(reading=True) as conn:
         rows = engine.list_memories(conn, pid, statuses=statuses, category=category,
                                     expired=True if expired else (None if statuses else False), limit=limit,
                                     now_ms=now)
@@ -128,7 +129,7 @@ def show(
     """
     from magic_context.memory import engine, reports
 
-    with _db() as conn:
+    with _db(reading=True) as conn:
         result = reports.shown(engine.get(conn, memory_id))
     _output.emit(result, as_json=as_json, human=_details)
 
@@ -287,7 +288,7 @@ def export(
     from magic_context.memory import reports, transfer
 
     pid = _project_id(project)
-    with _db() as conn:
+    with _db(reading=True) as conn:
         lines = list(transfer.export_lines(conn, pid))
     text = "".join(line + "\n" for line in lines)
     if output is not None:

@@ -114,7 +114,7 @@ def list_(
     from magic_context.store import db
 
     statuses: list[str] | None = None if not status else list(notes.STATUSES) if "all" in status else status
-    conn = db.open_db()
+    conn = db.open_for_reading()
     try:
         pk, pid = _scope(conn, session, harness, project)
         rows = notes.list_notes(conn, session_pk=pk, project_id=pid, statuses=statuses, limit=limit)

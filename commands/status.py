@@ -27,7 +27,7 @@ def status(
     from magic_context import status as engine
     from magic_context.store import db
 
-    conn = db.open_db()
+    conn = db.open_for_reading()  # before the first pass: "no sessions yet", no database created
     try:
         project_id = project_identity.identity(project) if project and not session else None
         result = engine.report(conn, session_id=None if latest and not session else session, harness=harness,

@@ -175,3 +175,30 @@ def test_a_huge_message_ordinal_or_id_query_is_an_empty_or_plain_result(mc) -> N
 def test_a_huge_list_limit_means_no_limit(mc, command) -> None:
     result = mc(command, "list", "--limit", HUGE, "--json")
     assert result.returncode == 0, result.stderr.decode()
+
+
+def test_listings_and_status_on_a_fresh_install_answer_none_and_create_no_database(mc, isolated_dirs,
+                                                                                    tmp_path) -> None:
+    """A command that only reads answers "none yet" before mc has stored anything, and leaves no database behind
+    (`mc memory list`, `mc note list` and `mc status` created a 250 KB context.db just to say so)."""
+    import json as _json
+
+    from magic_context import paths
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    for args, key in ((("memory", "list", "--project", str(project), "--json"), "memories"),
+                      (("memory", "export", "--project", str(project)), None),
+                      (("note", "list", "--project", str(project), "--json"), "notes"),
+                      (("status", "--latest", "--json"), "session")):
+        result = mc(*args)
+        assert result.returncode == 0, (args, result.stderr.decode())
+        if key is not None:
+            data = _json.loads(result.stdout)["data"]
+            assert data[key] in ([], None), (args, data)
+        else:
+            assert result.stdout == b""
+        assert not paths.db_path().exists() and not isolated_dirs["data"].joinpath("context.db").exists(), args
+    assert mc("memory", "show", "3").returncode == 2 and not paths.db_path().exists()
+    assert mc("memory", "add", "Keep lines short.", "--category", "NAMING", "--project", str(project)).returncode == 0
+    assert paths.db_path().exists()  # the first write creates it
