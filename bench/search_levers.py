@@ -3,12 +3,16 @@
     nice -n 10 python bench/search_levers.py                 # after bench/search_bench.py built its databases
     nice -n 10 python bench/search_levers.py --only agreement
     nice -n 10 python bench/search_levers.py --only "now:" --exact --set tuning
+    nice -n 19 python bench/search_levers.py --only "r4: " --set tuning --exact --flips   # the fourth round
+    nice -n 19 python bench/search_levers.py --only "r4: current" --set heldout --questions original --flips
 
-Each lever patches the ranking in this process (nothing is re-indexed: the variants that need other vectors
-embed them here) and prints, per question set and embedding provider, the paraphrase recall@5 and the MRR
-of all the set's questions (`--exact` adds exact-lookup recall@5). Every lever except the agreement rows and
-the `now:` rows runs with the agreement weight at 0 — the ranking before that round — so the rows compare with
-"before"; the `now:` rows run on the current ranking and compare with "now: current ranking". Choose on
+Each lever patches the ranking in this process (nothing is re-indexed in place: the variants that need other
+vectors embed them here, and the r4 indexed-words rows edit copies of the cached databases) and prints, per question
+set and embedding provider, the paraphrase recall@5 and the MRR of all the set's questions (`--exact` adds
+exact-lookup recall@5; `--flips` lists each question whose rank differs from the unpatched ranking's; `--questions
+original|added` runs one group of each file's questions). Every lever except the agreement rows and the `now:`,
+`r3:` and `r4:` rows runs with the agreement weight at 0 — the ranking before that round — so the rows compare with
+"before"; the others run on the current ranking and compare with their round's "current ranking" row. Choose on
 `--set tuning`, then measure `--set heldout` once: the held-out set judges; choosing on it would make it a
 second tuning set.
 """
@@ -33,12 +37,13 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.search_bench import CACHE, SETS, _config, ensure_db, evaluate, summarize  # noqa: E402
+from bench.search_bench import CACHE, SETS, _config, ensure_db, evaluate, subset, summarize  # noqa: E402
 
 SUMMARY_LINE = re.compile(r"^\[(\d+)(?:-(\d+))?\]\s*(.*)$")  # the historian's `[a-b] U: … → A: …` lines
 _memo: dict[Any, Any] = {}
-CURRENT = ("now:", "r3:")  # levers measured on the current ranking (agreement 0.5 kept), not the one before
-# "now:" (the second round) or "r3:" (the third: README "Levers of this round", on the recorded-cwd databases)
+CURRENT = ("now:", "r3:", "r4:")  # levers measured on the current ranking (agreement 0.5 kept), not the one before
+# "now:" (the second round), "r3:" (the third, on the recorded-cwd databases) or "r4:" (the fourth: abbreviations,
+# misspellings, embedded text, message dims; README "Round four")
 
 
 @contextmanager
@@ -580,6 +585,416 @@ def hubness_corrected(beta: float) -> Callable[[ExitStack], None]:
     return lambda stack: stack.enter_context(patched(lanes, "_semantic_compartments", semantic))
 
 
+# --- fourth round (README "Round four", abbreviations, misspellings, embedded text, message dims) -----------------
+
+
+def abbreviation_query(direction: str = "both") -> Callable[[ExitStack], None]:
+    """The loose (ORed) query also carries each content word's other spellings from `bench/search_abbrev.py`:
+    `both` (background → bg, bg → background), `to_short` (full words gain their abbreviations) or `to_long`."""
+    from bench import search_abbrev as abbrev
+    from magic_context.search import text as st
+
+    original = st.content_words
+
+    def content_words(query: str) -> list[str]:
+        words = original(query)
+        out = list(words)
+        for w in words:
+            for other in abbrev.counterparts(w):
+                short = other in abbrev.ABBREVIATIONS and w not in abbrev.ABBREVIATIONS
+                if (direction == "both" or (direction == "to_short") == short) and other not in out:
+                    out.append(other)
+        return out[:st.MAX_QUERY_TERMS]
+    return lambda stack: stack.enter_context(patched(st, "content_words", content_words))
+
+
+_IDENT = re.compile(r"[A-Za-z0-9]+(?:[_-][A-Za-z0-9]+)*")
+
+
+def embedded_text(variant: str, text: str) -> str:
+    """`text` as a variant embeds it: `same`; `split` (identifiers as their words: toolBgColor → tool bg color);
+    `expand` (the full words of its abbreviations appended once each); `split+expand` (identifiers split and each
+    abbreviation replaced by its full word); `no-paths` (path-like tokens dropped)."""
+    from bench import search_abbrev as abbrev
+
+    if variant == "same":
+        return text
+    if variant == "expand":
+        extra = abbrev.expansions(text)
+        return f"{text}\n{' '.join(extra)}" if extra else text
+    if variant == "no-paths":
+        return " ".join(t for t in text.split(" ") if "/" not in t)
+    if variant.startswith("user"):  # `userN`: the person's quoted words (`U: "…"`) repeated N more times
+        said = " ".join(re.findall(r'U: "(.*?)"(?: →|$)', text, flags=re.MULTILINE))
+        return text + f"\n{said}" * int(variant[4:] or 1) if said else text
+
+    def one(match: re.Match[str]) -> str:
+        parts = abbrev.identifier_parts(match.group(0))
+        if variant == "split+expand":
+            if len(parts) == 1 and parts[0] not in abbrev.ABBREVIATIONS:
+                return match.group(0)
+            parts = [abbrev.ABBREVIATIONS.get(p, p) for p in parts]
+        return " ".join(parts) if len(parts) > 1 or variant == "split+expand" else match.group(0)
+    return _IDENT.sub(one, text)
+
+
+def reembedded(variant: str, kinds: tuple[str, ...] = ("compartment", "msgblock"), query: bool = True,
+               ) -> Callable[[ExitStack], None]:
+    """Compartment and/or message vectors embedded here from `embedded_text(variant, …)` of what the indexer embeds
+    (a compartment's title and content; a message's indexed text, first 1 500 characters, 128 dims); with `query`,
+    the query is embedded from its variant too. `same` re-embeds the stored text (the control row)."""
+    import numpy as np
+
+    from magic_context.search import engine, lanes
+    from magic_context.search.indexer import MESSAGE_TEXT_CHARS
+    from magic_context.store import search_index as idx
+
+    def comp_vectors(conn: sqlite3.Connection, pk: int) -> tuple[list[Any], Any]:
+        key = _db_key(conn, pk, "comp", variant)
+        if key not in _memo:
+            comps = idx.compartments(conn, pk)
+            _memo[key] = (comps, _embedder().embed([embedded_text(variant, f"{c['title']}\n{c['content']}")
+                                                    for c in comps]))
+        return _memo[key]
+
+    def msg_vectors(conn: sqlite3.Connection, pk: int) -> tuple[Any, Any]:
+        from magic_context.search import embed
+
+        key = _db_key(conn, pk, "msg", variant, embed.MESSAGE_DIMS)
+        if key not in _memo:
+            rows = idx.message_texts(conn, pk)
+            vecs = _embedder().embed_messages([embedded_text(variant, r[2][:MESSAGE_TEXT_CHARS]) for r in rows])
+            _memo[key] = (np.array([r[0] for r in rows]), vecs)
+        return _memo[key]
+
+    def semantic_compartments(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int) -> dict[int, Any]:
+        comps, vecs = comp_vectors(conn, pk)
+        scores = vecs @ q.vector
+        keep = [i for i, c in enumerate(comps) if 0 <= c["end_ordinal"] <= cutoff]
+        top = sorted(keep, key=lambda i: -scores[i])[:lanes.SEMANTIC_CANDIDATES]
+        return {int(comps[i]["id"]): (max(0.0, min(1.0, float(scores[i]))), int(comps[i]["start_ordinal"]),
+                                      int(comps[i]["end_ordinal"]), "") for i in top}
+
+    def semantic_messages(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, n: int) -> list[tuple[int, float]]:
+        ords, vecs = msg_vectors(conn, pk)
+        scores = vecs @ q.message_vector
+        keep = np.flatnonzero((ords <= cutoff) & (scores >= lanes.MIN_MESSAGE_COSINE))
+        top = keep[np.argsort(-scores[keep], kind="stable")[:n]]
+        return [(int(ords[i]), float(scores[i])) for i in top]
+
+    original = engine._embed_query
+
+    def embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: list[str], **kw: Any) -> Any:
+        return original(conn, config, embedded_text(variant, text), warnings, **kw)
+
+    def apply(stack: ExitStack) -> None:
+        if "compartment" in kinds:
+            stack.enter_context(patched(lanes, "_semantic_compartments", semantic_compartments))
+        if "msgblock" in kinds:
+            stack.enter_context(patched(lanes, "_semantic_messages", semantic_messages))
+        if query:
+            stack.enter_context(patched(engine, "_embed_query", embed_query))
+    return apply
+
+
+def indexed_expansions(where: tuple[str, ...], paths: bool) -> Callable[[ExitStack], None]:
+    """The full words of each row's abbreviations (`abbrev.expansions`) appended to what FTS indexes — compartments'
+    content and/or messages' indexed text — on copies of the cached databases (the FTS triggers re-index them;
+    vectors unchanged). `paths=False` skips words inside paths (`src` of `packages/tui/src/…`)."""
+
+    from bench import search_abbrev as abbrev
+
+    this = sys.modules[__name__]
+    original = this.ensure_db
+
+    def edited(spec: dict[str, Any], rebuild: bool) -> Path:
+        source = original(spec, rebuild)
+        target = CACHE / f"r4-fts-{'-'.join(where)}-{'paths' if paths else 'nopaths'}" / source.name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            src, dst = sqlite3.connect(source), sqlite3.connect(target.with_suffix(".tmp"))
+            src.backup(dst)
+            src.close()
+            with dst:
+                if "compartment" in where:
+                    for cid, title, content in dst.execute("SELECT id, title, content FROM compartments").fetchall():
+                        extra = abbrev.expansions(f"{title}\n{content}", paths=paths)
+                        if extra:
+                            dst.execute("UPDATE compartments SET content = ? WHERE id = ?",
+                                        (f"{content}\n{' '.join(extra)}", cid))
+                if "message" in where:
+                    for rid, text in dst.execute("SELECT id, text FROM message_text").fetchall():
+                        extra = abbrev.expansions(text, paths=paths)
+                        if extra:
+                            dst.execute("UPDATE message_text SET text = ? WHERE id = ?", (f"{text} / {' '.join(extra)}",
+                                                                                         rid))
+            dst.close()
+            target.with_suffix(".tmp").rename(target)
+        return target
+    return lambda stack: stack.enter_context(patched(this, "ensure_db", edited))
+
+
+def _edits1(word: str, ops: str = "all") -> set[str]:
+    """Strings one edit from `word`: `swap` (adjacent transpositions), `swap+del` (and single deletions) or `all`
+    (and substitutions and insertions of a-z, 0-9)."""
+    letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    out = {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+    if ops != "swap":
+        out |= {a + b[1:] for a, b in splits if b}
+    if ops == "all":
+        out |= {a + c + b[1:] for a, b in splits if b for c in letters}
+        out |= {a + c + b for a, b in splits for c in letters}
+    out.discard(word)
+    return out
+
+
+def typo_variants(max_df: int = 3, min_len: int = 5, ops: str = "all") -> Callable[[ExitStack], None]:
+    """The loose (ORed) query also carries the session's misspellings of its words: strings one edit (`ops`, see
+    `_edits1`) from a query word of `min_len`+ letters that the message index holds (porter-stemmed like the word) in
+    1 to `max_df` rows, fewer than the word itself — people type fast ("context suage", "tool exectuion"), and a typo
+    is rare where the word it misspells is not. Each candidate is one FTS lookup (`search_index.term_count`)."""
+    from magic_context.search import engine
+    from magic_context.search import text as st
+    from magic_context.store import search_index as idx
+
+    original, search = st.content_words, engine.search
+    current: list[tuple[sqlite3.Connection, int]] = []
+
+    def rows(conn: sqlite3.Connection, pk: int, term: str, cap: int) -> int:
+        return idx.term_count(conn, st.phrase(term), cap)  # the whole index, as the loose query's df cap counts
+
+    def content_words(query: str) -> list[str]:
+        words = original(query)
+        if not current or not words:
+            return words
+        conn, pk = current[-1]
+        out = list(words)
+        for w in words:
+            if len(w) < min_len or not w.isalpha():
+                continue
+            own = rows(conn, pk, w, 10_000)
+            for t in sorted(_edits1(w, ops)):
+                n = rows(conn, pk, t, max_df + 1)
+                if 0 < n <= max_df and n < own and t not in out:
+                    out.append(t)
+        if os.environ.get("LEVER_DEBUG") and len(out) > len(words):
+            print(f"  typo variants of {query!r}: {out[len(words):]}", file=sys.stderr)
+        return out[:st.MAX_QUERY_TERMS]
+
+    def patched_search(conn: sqlite3.Connection, query: str, **kw: Any) -> Any:
+        current.append((conn, kw["session_pks"][0]))
+        try:
+            return search(conn, query, **kw)
+        finally:
+            current.pop()
+
+    def apply(stack: ExitStack) -> None:
+        stack.enter_context(patched(st, "content_words", content_words))
+        stack.enter_context(patched(engine, "search", patched_search))
+    return apply
+
+
+def sif_pooled(a: float = 1e-3) -> Callable[[ExitStack], None]:
+    """Compartment, message and query vectors pooled with smooth inverse frequency weights (Arora et al. 2017):
+    each token's vector weighted a / (a + p(token)), p its frequency among the session's indexed message and summary
+    tokens, instead of wordllama's plain average — a static model's average is pulled towards frequent tokens
+    (punctuation, `the`, path pieces) that every text shares."""
+    import numpy as np
+
+    from magic_context.search import embed, lanes
+    from magic_context.search.indexer import MESSAGE_TEXT_CHARS
+    from magic_context.store import search_index as idx
+
+    def model() -> Any:
+        embed._local_embed(["warm up"])
+        return embed._local_model
+
+    def pooled(texts: list[str], weights: Any) -> Any:
+        m = model()
+        out = np.zeros((len(texts), m.embedding.shape[1]), dtype=np.float32)
+        for i, enc in enumerate(m.tokenizer.encode_batch([t or " " for t in texts], add_special_tokens=False)):
+            ids = np.array([t for t, k in zip(enc.ids, enc.attention_mask, strict=True) if k], dtype=np.int64)
+            if len(ids):
+                w = weights[ids]
+                out[i] = (w[:, None] * m.embedding[ids]).sum(0) / max(float(w.sum()), 1e-9)
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+    def session(conn: sqlite3.Connection, pk: int) -> tuple[Any, list[Any], Any, Any, Any]:
+        key = _db_key(conn, pk, "sif", a)
+        if key not in _memo:
+            m = model()
+            comps = idx.compartments(conn, pk)
+            rows = idx.message_texts(conn, pk)
+            comp_texts = [f"{c['title']}\n{c['content']}" for c in comps]
+            msg_texts = [r[2][:MESSAGE_TEXT_CHARS] for r in rows]
+            counts = np.zeros(m.embedding.shape[0], dtype=np.float64)
+            for enc in m.tokenizer.encode_batch(comp_texts + msg_texts, add_special_tokens=False):
+                np.add.at(counts, np.array(enc.ids, dtype=np.int64), 1.0)
+            weights = (a / (a + counts / max(counts.sum(), 1.0))).astype(np.float32)
+            msg = pooled(msg_texts, weights)[:, :embed.MESSAGE_DIMS]
+            msg /= np.maximum(np.linalg.norm(msg, axis=1, keepdims=True), 1e-9)
+            _memo[key] = (weights, comps, pooled(comp_texts, weights), np.array([r[0] for r in rows]), msg)
+        return _memo[key]
+
+    def semantic_compartments(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int) -> dict[int, Any]:
+        weights, comps, vecs, _o, _m = session(conn, pk)
+        scores = vecs @ pooled([q.text], weights)[0]
+        keep = [i for i, c in enumerate(comps) if 0 <= c["end_ordinal"] <= cutoff]
+        top = sorted(keep, key=lambda i: -scores[i])[:lanes.SEMANTIC_CANDIDATES]
+        return {int(comps[i]["id"]): (max(0.0, min(1.0, float(scores[i]))), int(comps[i]["start_ordinal"]),
+                                      int(comps[i]["end_ordinal"]), "") for i in top}
+
+    def semantic_messages(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, n: int) -> list[tuple[int, float]]:
+        weights, _c, _v, ords, vecs = session(conn, pk)
+        qv = pooled([q.text], weights)[0][:embed.MESSAGE_DIMS]
+        scores = vecs @ (qv / max(float(np.linalg.norm(qv)), 1e-9))
+        keep = np.flatnonzero((ords <= cutoff) & (scores >= lanes.MIN_MESSAGE_COSINE))
+        top = keep[np.argsort(-scores[keep], kind="stable")[:n]]
+        return [(int(ords[i]), float(scores[i])) for i in top]
+
+    def apply(stack: ExitStack) -> None:
+        stack.enter_context(patched(lanes, "_semantic_compartments", semantic_compartments))
+        stack.enter_context(patched(lanes, "_semantic_messages", semantic_messages))
+    return apply
+
+
+def diversified(weight: float, head: int = 15) -> Callable[[ExitStack], None]:
+    """Maximal marginal relevance over the first `head` merged hits: each next place goes to the hit maximizing its
+    score (relative to the best) minus `weight` × its largest word overlap (Jaccard of content words, snippet and
+    title) with a hit already placed — near-duplicate summaries of one topic give way to another topic's."""
+    from magic_context.search import engine
+    from magic_context.search import text as st
+
+    dedupe = engine._dedupe
+
+    def words(h: Any) -> set[str]:
+        return set(st.content_words(f"{h.title or ''} {h.snippet or ''}"[:4000]))
+
+    def patched_dedupe(hits: list[Any]) -> list[Any]:
+        hits = dedupe(hits)
+        top, rest = hits[:head], hits[head:]
+        if len(top) < 3:
+            return hits
+        best = max(h.score for h in top) or 1.0
+        bags = [words(h) for h in top]
+        placed: list[int] = []
+        left = list(range(len(top)))
+        while left:
+            def gain(i: int) -> float:
+                overlap = max((len(bags[i] & bags[j]) / max(1, len(bags[i] | bags[j])) for j in placed), default=0.0)
+                return top[i].score / best - weight * overlap
+            pick = max(left, key=lambda i: (gain(i), -i))
+            placed.append(pick)
+            left.remove(pick)
+        return [top[i] for i in placed] + rest
+    return lambda stack: stack.enter_context(patched(engine, "_dedupe", patched_dedupe))
+
+
+_QUOTE = re.compile(r'\b[UA]: "(.*?)"(?= →|$)', re.MULTILINE)
+
+
+def prose_compartment_match(which: str = "loose") -> Callable[[ExitStack], None]:
+    """The compartment lane's loose (ORed) query — or every query, `which="all"` — matched against each summary's
+    prose only (its title and the `U: "…"` / `A: "…"` quotes; no file lists, commands or commits, whose words every
+    compartment shares), through an in-memory FTS5 index of the same tokenizer."""
+    from magic_context.store import search_index as idx
+
+    match = idx.match_compartments
+
+    def prose_index(conn: sqlite3.Connection, pk: int) -> sqlite3.Connection:
+        key = _db_key(conn, pk, "prose")
+        if key not in _memo:
+            mem = sqlite3.connect(":memory:")
+            mem.execute("CREATE VIRTUAL TABLE p USING fts5(title, prose, tokenize='porter unicode61')")
+            mem.executemany("INSERT INTO p(rowid, title, prose) VALUES (?, ?, ?)",
+                            [(c["id"], c["title"], " ".join(_QUOTE.findall(c["content"] or "")))
+                             for c in idx.compartments(conn, pk)])
+            _memo[key] = mem
+        return _memo[key]
+
+    def patched_match(conn: sqlite3.Connection, pk: int, expression: str, cutoff: int, limit: int) -> list[Any]:
+        if which == "loose" and " OR " not in expression:
+            return match(conn, pk, expression, cutoff, limit)
+        try:
+            ids = [r[0] for r in prose_index(conn, pk).execute(
+                "SELECT rowid FROM p WHERE p MATCH ? ORDER BY bm25(p), rowid", (expression,)).fetchall()]
+        except sqlite3.OperationalError:
+            return []
+        rows = {r["id"]: r for r in idx.compartments(conn, pk, ids) if r["end_ordinal"] <= cutoff}
+        return [rows[i] for i in ids if i in rows][:limit]
+    return lambda stack: stack.enter_context(patched(idx, "match_compartments", patched_match))
+
+
+def centered(kinds: tuple[str, ...], components: int = 0) -> Callable[[ExitStack], None]:
+    """Vectors and the query centred on the session's mean vector of that kind (and, with `components`, the top
+    principal directions removed: "all-but-the-top", Mu & Viswanath 2018), then renormalized — static-model averages
+    share a common direction that makes every text look alike."""
+    import numpy as np
+
+    from magic_context.search import lanes, vectorfile
+
+    def post(conn: sqlite3.Connection, kind: str, pk: int, model: str, dims: int) -> tuple[Any, Any, Any]:
+        key = _db_key(conn, pk, "centred", kind, components, dims)
+        if key not in _memo:
+            matrix = vectorfile.load(conn, kind, str(pk), model, dims)
+            vecs = np.asarray(matrix["vec"], dtype=np.float32)
+            if kind == "msgblock":
+                vecs = vecs * np.asarray(matrix["scale"], dtype=np.float32)[:, None]
+            mean = vecs.mean(0)
+            basis = np.zeros((0, dims), dtype=np.float32)
+            if components:
+                basis = np.linalg.svd(vecs - mean, full_matrices=False)[2][:components]
+            _memo[key] = (matrix, mean, basis, _project(vecs, mean, basis))
+        return _memo[key]
+
+    def _project(v: Any, mean: Any, basis: Any) -> Any:
+        out = v - mean
+        if len(basis):
+            out = out - (out @ basis.T) @ basis
+        return out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-9)
+
+    def semantic_compartments(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int) -> dict[int, Any]:
+        matrix, mean, basis, vecs = post(conn, "compartment", pk, q.model_id, q.vector.shape[0])
+        if len(matrix) == 0:
+            return {}
+        keep = np.flatnonzero((matrix["end"] >= 0) & (matrix["end"] <= cutoff))
+        scores = vecs @ _project(q.vector, mean, basis)
+        top = keep[np.argsort(-scores[keep], kind="stable")[:lanes.SEMANTIC_CANDIDATES]]
+        return {int(matrix["ref"][i]): (max(0.0, min(1.0, float(scores[i]))), int(matrix["start"][i]),
+                                        int(matrix["end"][i]), "") for i in top}
+
+    def semantic_messages(conn: sqlite3.Connection, pk: int, q: Any, cutoff: int, n: int) -> list[tuple[int, float]]:
+        matrix, mean, basis, vecs = post(conn, "msgblock", pk, q.model_id, q.message_vector.shape[0])
+        if len(matrix) == 0:
+            return []
+        ords = matrix["ref"]
+        scores = vecs @ _project(q.message_vector, mean, basis)
+        keep = np.flatnonzero((ords <= cutoff) & (scores >= lanes.MIN_MESSAGE_COSINE))
+        top = keep[np.argsort(-scores[keep], kind="stable")[:n]]
+        return [(int(ords[i]), float(scores[i])) for i in top]
+
+    def apply(stack: ExitStack) -> None:
+        if "compartment" in kinds:
+            stack.enter_context(patched(lanes, "_semantic_compartments", semantic_compartments))
+        if "msgblock" in kinds:
+            stack.enter_context(patched(lanes, "_semantic_messages", semantic_messages))
+    return apply
+
+
+def message_dims(dims: int) -> Callable[[ExitStack], None]:
+    """Message vectors (and the query's message view) at the first `dims` Matryoshka dimensions of the local model
+    (128 shipped; the bundled weights stop at 256), embedded here from the indexed text, float32."""
+    from magic_context.search import embed
+
+    inner = reembedded("same", ("msgblock",), query=False)
+
+    def apply(stack: ExitStack) -> None:
+        stack.enter_context(patched(embed, "MESSAGE_DIMS", dims))
+        inner(stack)
+    return apply
+
+
 def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
     """(name, providers, apply) — `apply` enters its patches on the stack."""
     from magic_context.search import engine, lanes
@@ -646,6 +1061,38 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
             ("r3: an identifier's matches, the person's first", both, person_first_matches()),
             ("r3: compartments by coordination level, then BM25", both, coordination_first()),
             ("r3: compartment cosines hubness-corrected 0.5", local, hubness_corrected(0.5))]
+    out += [("r4: current ranking", both, set_()),
+            ("r4: abbreviations in the loose query, both ways", both, abbreviation_query("both")),
+            ("r4: abbreviations in the loose query, full word to abbreviation", both, abbreviation_query("to_short")),
+            ("r4: abbreviations in the loose query, abbreviation to full word", both, abbreviation_query("to_long"))]
+    out += [(f"r4: vectors re-embedded ({kinds}) from the {v} text", local,
+             reembedded(v, (("compartment",) if kinds == "compartments" else ("msgblock",) if kinds == "messages"
+                            else ("compartment", "msgblock"))))
+            for v in ("same", "split", "expand", "split+expand", "no-paths")
+            for kinds in ("compartments", "messages", "both")]
+    out += [(f"r4: vectors re-embedded (compartments) from the {v} text", local, reembedded(v, ("compartment",),
+                                                                                              query=False))
+            for v in ("user1", "user2")]
+    out += [(f"r4: message vectors at {d} dims", local, message_dims(d)) for d in (128, 256, 64)]
+    out += [(f"r4: vectors pooled with smooth inverse frequency weights, a = {a:g}", local, sif_pooled(a))
+            for a in (1e-3, 1e-4, 1e-2)]
+    out += [(f"r4: compartment score {sw:g} × cosine + {1 - sw:g} × FTS (0.7 shipped)", local,
+             set_(SEMANTIC_WEIGHT=sw, FTS_WEIGHT=round(1 - sw, 2))) for sw in (0.5, 0.6, 0.8, 0.9)]
+    out += [(f"r4: single-source compartment penalty {p:g} (0.8 shipped)", local, set_(SINGLE_SOURCE_PENALTY=p))
+            for p in (0.6, 0.7, 0.9, 1.0)]
+    out += [(f"r4: diversified top (maximal marginal relevance, word overlap weight {w:g})", both, diversified(w))
+            for w in (0.1, 0.2, 0.4)]
+    out += [(f"r4: {label} vectors centred on the session's mean{f', top {c} directions removed' if c else ''}",
+             local, centered(kinds, c))
+            for label, kinds in (("compartment", ("compartment",)), ("message", ("msgblock",)),
+                                 ("compartment and message", ("compartment", "msgblock"))) for c in (0, 1, 2)]
+    out += [("r4: compartments' loose query matched against their prose only", both, prose_compartment_match()),
+            ("r4: compartments' every query matched against their prose only", both, prose_compartment_match("all"))]
+    out += [(f"r4: the session's misspellings ({ops}) of the query's words in the loose query (rows ≤ {d})", both,
+             typo_variants(d, ops=ops)) for ops in ("all", "swap+del", "swap") for d in (3, 1)]
+    out += [(f"r4: abbreviations' full words indexed ({'+'.join(w)}{'' if p else ', not in paths'})", both,
+             indexed_expansions(w, p)) for w in (("compartment",), ("message",), ("compartment", "message"))
+            for p in (True, False)]
     from magic_context.store import search_index
 
     out += [(f"compartment title weight {w} in BM25", both,
@@ -653,17 +1100,24 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
     return out
 
 
-def measure(providers: tuple[str, ...], sets: tuple[str, ...] = tuple(SETS)) -> dict[tuple[str, str], dict[str, float]]:
-    """(set, provider) → paraphrase recall@5, MRR and exact-lookup recall@5 over all the set's sessions."""
+def measure(providers: tuple[str, ...], sets: tuple[str, ...] = tuple(SETS), *, questions: str = "all",
+            ranks: dict[tuple[str, str, str, str], int | None] | None = None,
+            ) -> dict[tuple[str, str], dict[str, float]]:
+    """(set, provider) → paraphrase recall@5, MRR and exact-lookup recall@5 over all the set's sessions (`questions`:
+    all, original or added, as `search_bench.py --questions`); `ranks` collects each question's rank."""
     totals: dict[tuple[str, str], list[float]] = {}
     for name, folder in SETS.items():
         if name not in sets:
             continue
         for path in sorted(folder.glob("*.json")):
-            spec = json.loads(path.read_text())
+            spec = subset(json.loads(path.read_text()), questions)
+            if not spec["questions"]:
+                continue
             db = ensure_db(spec, False)
             for provider in providers:
                 rows = evaluate(db, spec, provider)["rows"]
+                if ranks is not None:
+                    ranks.update({(name, path.stem, provider, r["q"]): r["rank"] for r in rows})
                 pa, every, ex = summarize(rows, ("paraphrase",)), summarize(rows), summarize(rows, ("exact",))
                 t = totals.setdefault((name, provider), [0.0] * 6)
                 t[0] += pa["r5"] * pa["n"]
@@ -682,25 +1136,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", choices=[*SETS, "both"], default="both",
                         help="question set(s) to measure: judge on heldout only once a lever is chosen on tuning")
     parser.add_argument("--exact", action="store_true", help="also print exact-lookup recall@5 in each cell")
+    parser.add_argument("--questions", choices=("all", "original", "added"), default="all",
+                        help="the questions of each file (as search_bench.py --questions); earlier rounds used all")
+    parser.add_argument("--flips", action="store_true",
+                        help="after each row, list the questions whose rank differs from the unpatched ranking's")
     args = parser.parse_args(argv)
     os.environ.setdefault("MAGIC_CONTEXT_STORAGE_DIR", str(CACHE / "data"))
     os.environ.setdefault("MAGIC_CONTEXT_CONFIG_DIR", str(CACHE / "config"))
     from magic_context.search import lanes
 
+    sets = tuple(SETS) if args.set == "both" else (args.set,)
+    base: dict[tuple[str, str, str, str], int | None] = {}
+    if args.flips:
+        measure(("off", "local"), sets, questions=args.questions, ranks=base)
     print("| lever | tuning off | tuning local | held-out off | held-out local |")
     print("|---|---|---|---|---|")
     for name, providers, apply in levers():
         if args.only and args.only not in name:
             continue
+        ranks: dict[tuple[str, str, str, str], int | None] = {}
         with ExitStack() as stack:
             if not name.startswith(("agreement", "before", *CURRENT)):
                 stack.enter_context(patched(lanes, "AGREEMENT_WEIGHT", 0.0))
             apply(stack)
-            got = measure(providers, tuple(SETS) if args.set == "both" else (args.set,))
+            got = measure(providers, sets, questions=args.questions, ranks=ranks)
         cells = [(f"{got[(s, p)]['pa']:.2f} / {got[(s, p)]['mrr']:.2f}"
                   + (f" / {got[(s, p)]['ex']:.2f}" if args.exact else "")) if (s, p) in got else "–"
                  for s in ("tuning", "heldout") for p in ("off", "local")]
         print(f"| {name} | {' | '.join(cells)} |", flush=True)
+        for key, rank in ranks.items():
+            if args.flips and base.get(key) != rank:
+                print(f"    {key[0]} {key[1]} {key[2]}: {base.get(key) or 'out'} → {rank or 'out'}  {key[3]!r}",
+                      flush=True)
     return 0
 
 

@@ -37,11 +37,14 @@ def expand(
     if (tag is not None and tag < 0) or (message is not None and message < 0):
         raise BadInput(f"{chosen[0]} must be a non-negative integer")
     span = engine.parse_range(range_) if range_ is not None else None
+    from magic_context.search.scope import require_database
+
+    require_database()
     conn = db.open_db()
     try:
         pk = find_session(conn, session, harness)
         if span is not None:
-            result = engine.expand_range(conn, pk, span[0], span[1], cli=True, session_id=session)
+            result = engine.expand_range(conn, pk, span[0], span[1], cli=True, session_id=session, harness=harness)
         else:
             ordinal = engine.tag_ordinal(conn, pk, tag) if tag is not None else message
             result = engine.expand_message(conn, pk, ordinal)

@@ -27,6 +27,10 @@ def _now() -> int:
 def _project_id(project: Path | None) -> str:
     from magic_context import project as identity
 
+    if project is not None and not project.is_dir():  # a typo would file memories under a project no one has
+        from magic_context.errors import BadInput
+
+        raise BadInput(f"--project {project}: no such directory", fix="give the project's directory")
     return identity.identity(project or Path.cwd())
 
 
@@ -41,10 +45,11 @@ def _writer(source: str) -> str:
 
 
 @contextmanager
-def _db() -> Iterator[Any]:
+def _db(*, reading: bool = False) -> Iterator[Any]:
+    """The database; `reading`: a command that only reads, which must not create it (`db.open_for_reading`)."""
     from magic_context.store import db
 
-    conn = db.open_db()
+    conn = db.open_for_reading() if reading else db.open_db()
     try:
         yield conn
     finally:
@@ -103,7 +108,7 @@ def list_(
         statuses = list(model.STATUSES) if "all" in status else status
     now = _now()
     pid = None if all_projects else _project_id(project)
-    with _db() as conn:
+    with _db(reading=True) as conn:
         rows = engine.list_memories(conn, pid, statuses=statuses, category=category,
                                     expired=True if expired else (None if statuses else False), limit=limit,
                                     now_ms=now)
@@ -124,7 +129,7 @@ def show(
     """
     from magic_context.memory import engine, reports
 
-    with _db() as conn:
+    with _db(reading=True) as conn:
         result = reports.shown(engine.get(conn, memory_id))
     _output.emit(result, as_json=as_json, human=_details)
 
@@ -283,13 +288,18 @@ def export(
     from magic_context.memory import reports, transfer
 
     pid = _project_id(project)
-    with _db() as conn:
+    with _db(reading=True) as conn:
         lines = list(transfer.export_lines(conn, pid))
     text = "".join(line + "\n" for line in lines)
     if output is not None:
         from magic_context import paths
+        from magic_context.errors import BadInput
 
-        output.write_text(text, encoding="utf-8")
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:  # a missing folder, no permission, a full disk: the user's path, named
+            raise BadInput(f"cannot write {output}: {exc.strerror or exc}",
+                           fix="check the folder exists and is writable") from None
         paths.secure_file(output)
 
     def human(result: Result) -> None:

@@ -20,6 +20,10 @@ def _scope(conn: Any, session: str | None, harness: str | None, project: Path | 
     from magic_context import project as identity
     from magic_context.store import sessions
 
+    if project is not None and not project.is_dir():  # a typo would file the note under a project no one has
+        from magic_context.errors import BadInput
+
+        raise BadInput(f"--project {project}: no such directory", fix="give the project's directory")
     if session:
         pk = sessions.find_session(conn, session, harness)
         filed = (sessions.session_info(conn, pk) or {}).get("project_id")
@@ -67,7 +71,12 @@ def add(
     try:
         pk, pid = _scope(conn, session, harness, project)
         scope = notes.SESSION if pk is not None and not project_note else notes.PROJECT
-        note = notes.add(conn, content, project_id=pid, session_pk=pk, scope=scope, surface_condition=condition)
+        from magic_context.store.raw import last_ordinal
+
+        # §2.1: the session's last message at write time, shown as `@msg N` by the session's search (§3.6)
+        anchor = last_ordinal(conn, pk) if pk is not None else None
+        note = notes.add(conn, content, project_id=pid, session_pk=pk, scope=scope, surface_condition=condition,
+                         anchor_ordinal=anchor)
     finally:
         conn.close()
     dreamer_enabled = True
@@ -105,7 +114,7 @@ def list_(
     from magic_context.store import db
 
     statuses: list[str] | None = None if not status else list(notes.STATUSES) if "all" in status else status
-    conn = db.open_db()
+    conn = db.open_for_reading()
     try:
         pk, pid = _scope(conn, session, harness, project)
         rows = notes.list_notes(conn, session_pk=pk, project_id=pid, statuses=statuses, limit=limit)

@@ -16,7 +16,8 @@ def search(
     harness: str = typer.Option(None, "--harness", help="Disambiguate a session id used by several harnesses."),
     project: Path = typer.Option(None, "--project", help="Search every session of this project directory."),
     source: list[str] = typer.Option(None, "--source",
-                                     help="memory, message, git_commit or note (repeat or comma-separate)."),
+                                     help="memory, message (compartment summaries included), git_commit or note "
+                                          "(repeat or comma-separate)."),
     limit: int = typer.Option(10, "--limit", help="Most results to return (1-50)."),
     date_from: str = typer.Option(None, "--from", help="Only results at or after this date (YYYY-MM-DD, UTC)."),
     date_to: str = typer.Option(None, "--to", help="Only results up to this date, inclusive (YYYY-MM-DD, UTC)."),
@@ -46,7 +47,8 @@ def search(
         from magic_context.errors import BadInput
 
         raise BadInput(f"--limit {limit} is out of range", fix=f"use 1 to {engine.MAX_LIMIT}")
-    since, until = scope.parse_date(date_from), scope.parse_date(date_to, end=True)
+    since, until = scope.date_window(date_from, date_to)
+    scope.require_database()
     conn = db.open_db()
     try:
         where = scope.resolve(conn, session=session, harness=harness, project=str(project) if project else None,
@@ -54,8 +56,12 @@ def search(
         config = load_config(Path(where.project_dir) if where.project_dir else None).config
         now = int(time.time() * 1000)
         result = engine.search(conn, query, session_pks=where.session_pks, project_id=where.project_id,
-                               sources=sources, limit=limit, since_ms=since, until_ms=until, config=config,
-                               now_ms=now, project_dir=where.project_dir)
+                               sources=sources if source else None,  # None: every lane, no "lane is off" warning
+                               limit=limit, since_ms=since, until_ms=until, config=config,
+                               now_ms=now, project_dir=where.project_dir,
+                               # what one session's head shows is in that agent's context; a project-wide search
+                               # is a person's, who sees no head: every memory may come back
+                               hide_visible=session is not None)
         from magic_context.store.search_index import session_ids as lookup_ids
 
         session_ids = lookup_ids(conn, where.session_pks)

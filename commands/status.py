@@ -27,7 +27,7 @@ def status(
     from magic_context import status as engine
     from magic_context.store import db
 
-    conn = db.open_db()
+    conn = db.open_for_reading()  # before the first pass: "no sessions yet", no database created
     try:
         project_id = project_identity.identity(project) if project and not session else None
         result = engine.report(conn, session_id=None if latest and not session else session, harness=harness,
@@ -88,6 +88,13 @@ def _render(data: dict) -> None:
             vectors = sum((search.get("vectors") or {}).values())
             line = (f"search   {search.get('indexed_messages', 0)} messages indexed (through ordinal "
                     f"{search.get('searchable_through')}), {vectors} vector rows")
+            embedding = search.get("embedding") or {}
+            if embedding.get("provider") == "off":
+                line += "; embeddings off (FTS only)"
+            elif embedding.get("installed") is False:
+                line += "; embeddings local not installed (FTS only)"
+            elif embedding.get("provider"):
+                line += f"; embeddings {embedding['provider']} ({embedding.get('model') or 'no model set'})"
             failure = search.get("last_embedding_failure")
             if failure:
                 line += f" — embeddings failing, FTS only: {failure.get('message')}"

@@ -86,18 +86,31 @@ def session_status(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
         "historian": {"state": historian_state(conn, session_pk, state.get("historian", HistorianState.IDLE)),
                       "last_failure": state.get("historian_failure")},
         "fallbacks": state.get("fallbacks"),  # passes that served last-known-good or the input unchanged
-        "search": _search(conn, session_pk),
+        "search": _search(conn, session_pk, info["project_dir"]),
         "passes": reports[-RECENT_PASSES:],
         "cache": cache_split(reports),
         "paths": paths.all_paths(),
     }
 
 
-def _search(conn: sqlite3.Connection, session_pk: int) -> dict[str, Any]:
-    """Search index and embedding state (issue #12): indexed messages, vectors, the last embedding failure."""
+def _search(conn: sqlite3.Connection, session_pk: int, project_dir: str | None) -> dict[str, Any]:
+    """Search index and embedding state (issue #12): indexed messages, vectors, the last embedding failure, and
+    the embedding provider and model the session's project is configured with (nothing is embedded to show it)."""
+    from pathlib import Path
+
+    from magic_context.config.load import load_config
+    from magic_context.search.embed import LOCAL_MODEL
     from magic_context.search.indexer import describe
 
-    return describe(conn, session_pk)
+    out = describe(conn, session_pk)
+    section = load_config(Path(project_dir) if project_dir else None).config.embedding
+    model = section.model or (LOCAL_MODEL if section.provider == "local" else None)
+    out["embedding"] = {"provider": section.provider, "model": None if section.provider == "off" else model}
+    if section.provider == "local":
+        from importlib.util import find_spec
+
+        out["embedding"]["installed"] = find_spec("wordllama") is not None  # without the extra: FTS only
+    return out
 
 
 def historian_state(conn: sqlite3.Connection, session_pk: int, stored: Any) -> Any:

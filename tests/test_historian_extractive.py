@@ -54,6 +54,7 @@ def test_extract_commits() -> None:
     assert chunk.extract_commits("I committed it as a1b2c3d and then cherry-picked 9f8e7d6c5b4a") == \
         ["a1b2c3d", "9f8e7d6c5b4a"]
     assert chunk.extract_commits("Merge branch x into y: merged 1234abc") == ["1234abc"]
+    assert chunk.extract_commits("Successfully rebased onto 7e8f9a0b; reverted 0c1d2e3") == ["7e8f9a0b", "0c1d2e3"]
     # hex without the commit context, pure numbers and pure words are not commits
     assert chunk.extract_commits("the colour is #b5bd68 and 1234567") == []
     assert chunk.extract_commits("commit deadbeef is fine; commit 2025112") == []

@@ -213,3 +213,35 @@ def test_notes_nudge_after_a_publish_on_the_next_new_user_message(setup) -> None
     serve(proj, conv, NOW + 30 * MINUTE)
     conv += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "fifth"}]
     assert serve(proj, conv, NOW + 31 * MINUTE)[0].decode().count("deferred_notes") == 1
+
+
+@pytest.mark.parametrize(("said", "fires"), [
+    ({"role": "assistant", "content": "Committed the fix as 3f9a2c1d."}, True),
+    ({"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "bash", "arguments": '{"command": "git cherry-pick 4be5c6d7a"}'}}]}, True),
+    ({"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "todowrite", "arguments": '{"todos": [{"content": "a", "status": "completed"}, '
+                                          '{"content": "b", "status": "cancelled"}]}'}}]}, True),
+    ({"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "todowrite", "arguments": '{"todos": [{"content": "a", "status": "completed"}, '
+                                          '{"content": "b", "status": "in_progress"}]}'}}]}, False),
+    ({"role": "assistant", "content": "The build number is 1234567 and deadbeef is a word."}, False),
+])
+def test_a_commit_or_a_finished_todo_list_in_new_messages_triggers_the_notes_nudge(setup, said, fires) -> None:
+    """§2.3's other triggers: a commit in the tail, or every todo done. The nudge then goes out like after a
+    publish — on the next new user message, never on the message current when the trigger was seen."""
+    from magic_context.memory import notes
+
+    proj, pid, conn = setup
+    conv = [*chat(1), {"role": "user", "content": "next"}]
+    serve(proj, conv, NOW)
+    pk = find_session(conn, "ses_mem")
+    notes.add(conn, "recheck the proxy test", project_id=pid, session_pk=pk, now_ms=NOW)
+    conv += [said]
+    if said.get("tool_calls"):
+        conv += [{"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+    first, _ = serve(proj, conv, NOW + MINUTE)  # the trigger is seen here
+    assert "deferred_notes" not in first.decode()
+    conv += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "another"}]
+    second, _ = serve(proj, conv, NOW + 2 * MINUTE)
+    assert orjson.loads(second)[-1]["content"].endswith(notes.nudge_text(1, 0)) is fires

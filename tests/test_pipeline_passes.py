@@ -220,6 +220,21 @@ def test_a_pass_over_the_threshold_whose_drops_save_too_little_is_held_until_the
     assert [i for i in range(40) if f"OUT{i} " in json.dumps(out)] == list(range(22, 40))
 
 
+def test_a_pass_whose_cache_expired_is_never_held_its_drops_are_free(isolated_dirs) -> None:
+    """A subagent's pass has no head, so an expired cache is no HARD fold for it; its age drops (12 outputs,
+    ~1 600 tokens, under a quarter of the 10 000-token threshold) must still be taken: the provider re-writes the
+    whole request after the TTL anyway, so holding them would only postpone them to a bust that costs."""
+    isolated_dirs["config"].mkdir(parents=True, exist_ok=True)
+    (isolated_dirs["config"] / "config.toml").write_text("auto_drop_tool_age = 30\n", encoding="utf-8")
+    messages = _tools(40)
+    serve(dict(_at(NOW, 1000, 20_000, "sub-ttl", messages), agent="subagent"))
+    out, rep, _ = serve(dict(_at(NOW + 301_000, 5_000, 20_000, "sub-ttl", messages), agent="subagent"))
+    assert (rep["pass"], rep["bust"], rep["reason"], rep["new_drops"]) == ("execute", True, "cache TTL expired", 12)
+    assert [i for i in range(40) if f"OUT{i} " in json.dumps(out)] == list(range(12, 40))
+    _, rep, _ = serve(dict(_at(NOW + 302_000, 5_000, 20_000, "sub-ttl", messages), agent="subagent"))
+    assert (rep["pass"], rep["dropped"], rep["new_drops"]) == ("defer", 12, 0)
+
+
 def test_a_bust_is_worth_it_from_a_quarter_of_the_threshold_on() -> None:
     from magic_context.transform import reclaim
 

@@ -59,3 +59,17 @@ def test_config_flag_errors_name_the_file(tmp_path: Path) -> None:
 
 def test_no_user_config_when_none_exists(isolated_dirs: dict[str, Path]) -> None:
     assert resolve_config(None, True) == (None, "defaults")
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("[compaction]\nexecute_threshold_percentage = 30\n", "compaction.execute_threshold_percentage: unknown key —"),
+    ("execute_threshold_percentage = 300\n", "execute_threshold_percentage: "),
+])
+def test_config_flag_refuses_a_key_mc_would_ignore(tmp_path: Path, text: str, needle: str) -> None:
+    """A candidate file whose key mc ignores (misplaced, misspelt, out of range) would replay the defaults under
+    the file's name: the comparison the user asked for would silently not happen."""
+    candidate = tmp_path / "candidate.toml"
+    candidate.write_text(text, encoding="utf-8")
+    proc = run_mc("replay", str(SUBAGENT), "--context-limit", "20000", "--config", str(candidate))
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and needle in err and "candidate.toml" in err and "Traceback" not in err, err

@@ -84,6 +84,7 @@ def test_search_by_project_directory(mc, tmp_path) -> None:
     (("zebra", "--source", "bogus"), "unknown source 'bogus'"),
     (("zebra", "--limit", "0"), "--limit 0 is out of range"),
     (("zebra", "--from", "yesterday"), "is not YYYY-MM-DD"),
+    (("zebra", "--from", "2026-03-02", "--to", "2026-03-01"), "--from 2026-03-02 is after --to 2026-03-01"),
 ])
 def test_search_bad_input_is_one_line_exit_2_and_writes_nothing(mc, stored, args, needle) -> None:
     before = _db_digest()

@@ -19,12 +19,12 @@ from collections.abc import Iterable, Sequence
 
 from magic_context import tokens as tok
 from magic_context.history import boundary, files
+from magic_context.history.commits import MAX_COMMITS_PER_BLOCK, extract_commits
 from magic_context.lazyre import lazy
 from magic_context.records import Factory, record
 from magic_context.wire import model as m
 from magic_context.wire.arcs import find_arcs
 
-MAX_COMMITS_PER_BLOCK = 5
 BLOCK_SPLIT_TOKENS = 1200
 USER_TEXT_CHARS = 1500
 ASSISTANT_TEXT_CHARS = 500
@@ -45,10 +45,6 @@ _TAG_PREFIX = lazy(r"§\d+§ ?")
 _WS = lazy(r"[ \t]+")
 _BLANK_LINES = lazy(r"\n\s*\n+")
 _CD_PREFIX = lazy(r"^\s*cd\s+\S+\s*&&\s*")
-_HEX = r"([0-9a-f]{7,40})"
-_COMMIT_OUTPUT = lazy(r"^\[[\w./@-]+(?: \([\w -]+\))? " + _HEX + r"\]", re.MULTILINE)
-_COMMIT_VERB = lazy(r"(?i:\b(?:commit(?:ted|s)?|cherry-pick(?:ed)?|merged?|merges|revert(?:ed|s)?)\b)"
-                    r"[^\n]{0,40}?\b" + _HEX + r"\b")
 _NOISE_LINE = lazy(r"^(?:debugger attached\.?|waiting for the debugger.*|\s*>.*|npm warn.*)$", re.I)
 _HARNESS_FEEDBACK = lazy(r"\s*(?:Tool call error:|Please always provide EXACTLY ONE action|"
                          r"The last command <command>)")
@@ -158,24 +154,6 @@ def clean_text(text: str) -> str:
 
 def one_line(text: str, limit: int) -> str:
     return clip(" ".join(text.split()), limit)
-
-
-def extract_commits(text: str, limit: int = MAX_COMMITS_PER_BLOCK) -> list[str]:
-    """Commit hashes in `git commit` output (`[main 45ffe0a] …`) or near commit/cherry-pick/merge/revert."""
-    if not text:
-        return []
-    low = text.lower()
-    verb = "commit" in low or "merge" in low or "revert" in low or "cherry" in low
-    output = "[" in text and ("changed" in low or "root-commit" in low)  # `git commit` prints "N files changed"
-    if not (verb or output):
-        return []  # the common case on the transform hot path: no regex at all
-    found: list[str] = []
-    for pattern in ((_COMMIT_OUTPUT,) if output else ()) + ((_COMMIT_VERB,) if verb else ()):
-        for match in pattern.finditer(text):
-            sha = match.group(1)
-            if any(c.isdigit() for c in sha) and any(c.isalpha() for c in sha) and sha not in found:
-                found.append(sha)
-    return found[:limit]
 
 
 def _action(name: str) -> str:

@@ -202,9 +202,17 @@ def resolve_config(config: str | Path | None, user_config: bool) -> tuple[Path |
         path = Path(config)
         if not path.is_file():
             raise BadInput(f"--config {path}: no such file", fix="give the path of a config.toml")
-        _data, problems = read_toml(path)
+        data, problems = read_toml(path)
         if problems:
             raise BadInput(f"--config {problems[0]}", fix="fix the file, or replay with --no-user-config")
+        from magic_context.config.load import validate_tier
+
+        # a key mc would ignore (misspelt, misplaced, out of range) would replay the defaults under the file's name
+        _clean, invalid = validate_tier(data, str(path))
+        if invalid:
+            first = invalid[0]
+            raise BadInput(f"--config {first.file}: {first.key}: {first.reason.split(';')[0]}",
+                           fix="fix the key; mc would ignore it and replay the default")
         return path, "flag"
     if user_config:
         user = paths.user_config_path()

@@ -50,8 +50,9 @@ def validate_query(query: str | None) -> str:
     text = (query or "").strip()
     if not text:
         raise BadInput("'query' is required", fix="pass the words to look for, e.g. mc search 'pytest failure'")
-    if len(text.encode("utf-8", "replace")) > st.MAX_QUERY_CHARS:
-        raise BadInput(f"query is {len(text)} characters; the limit is {st.MAX_QUERY_CHARS} bytes",
+    size = len(text.encode("utf-8", "replace"))
+    if size > st.MAX_QUERY_CHARS:  # in bytes: 9 000 'é' are 18 000 bytes, so say bytes, not characters
+        raise BadInput(f"query is {size} bytes (UTF-8); the limit is {st.MAX_QUERY_CHARS} bytes",
                        fix="search for a few distinctive words or an identifier")
     if len(text.split()) > st.MAX_QUERY_TERMS:
         raise BadInput(f"query has {len(text.split())} terms; the limit is {st.MAX_QUERY_TERMS}",
@@ -103,6 +104,7 @@ def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: lis
             embed_messages(conn, pk, embedder, max_blocks=LAZY_BLOCKS, only_if_behind=True)
         if project_id:
             embed_memories(conn, project_id, embedder)
+        embed.clear_failure(conn)  # the provider answers again: `mc status` stops warning (README)
         return vector[0], embedder.message_view(vector)[0], embedder.model_id
     except embed.EmbeddingNotInstalled:
         return None, None, None  # the optional extra is absent: FTS only, quietly (`mc doctor` says so)
@@ -115,16 +117,23 @@ def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: lis
 def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], project_id: str | None,
            sources: list[str] | None = None, limit: int = DEFAULT_LIMIT, since_ms: int | None = None,
            until_ms: int | None = None, config: Any = None, now_ms: int | None = None,
-           count_retrievals: bool = True, refresh_git: bool = True, project_dir: str | None = None) -> SearchResult:
-    """Search the given sessions (message lanes) and project (memory, git_commit, note lanes)."""
+           count_retrievals: bool = True, refresh_git: bool = True, project_dir: str | None = None,
+           hide_visible: bool = True) -> SearchResult:
+    """Search the given sessions (message lanes) and project (memory, git_commit, note lanes). `hide_visible`
+    drops the memories the sessions' heads show (the agent's search: they are in its context)."""
     text = validate_query(query)
     chosen = parse_sources(sources)
     if not 1 <= limit <= MAX_LIMIT:
         raise BadInput(f"--limit {limit} is out of range", fix=f"use 1 to {MAX_LIMIT}")
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     result = SearchResult(text, [], sources=chosen)
+    for name, why in _lanes_off(config).items():  # §3.1: a source is searched only while its feature is on
+        if name in chosen:
+            chosen.remove(name)
+            if sources is not None:  # asked for by name: say why nothing comes from it
+                result.warnings.append(f"{name} is not searched: {why}")
     hidden: set[int] = set()
-    for pk in session_pks:
+    for pk in session_pks if hide_visible else ():
         hidden |= visible_memory_ids(conn, pk)
     ids = st.id_query(text)
     if ids is not None and "memory" in chosen and project_id:
@@ -182,6 +191,18 @@ def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], proj
     if count_retrievals:
         _bump(conn, [int(h.id) for h in result.hits if h.source == "memory"], now)
     return result
+
+
+def _lanes_off(config: Any) -> dict[str, str]:
+    """Sources whose feature the config turns off, with the setting that does it (none without a config)."""
+    if config is None:
+        return {}
+    off = {}
+    if not config.memory.enabled:
+        off["memory"] = "memory.enabled = false"
+    if not config.memory.git_commit_indexing.enabled:
+        off["git_commit"] = "memory.git_commit_indexing.enabled = false (set it true to index HEAD's commits)"
+    return off
 
 
 def _cutoff(conn: sqlite3.Connection, session_pk: int) -> int:

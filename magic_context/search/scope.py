@@ -45,6 +45,16 @@ def resolve(conn: sqlite3.Connection, *, session: str | None, harness: str | Non
     return Scope([int(r[0]) for r in rows], project_id, rows[0][1] or project, rows[0][2] if len(rows) == 1 else None)
 
 
+def require_database() -> None:
+    """NotFound when mc has no database yet: a read-only command must not create one just to say it found nothing
+    (#12: bad input writes nothing)."""
+    from magic_context import paths
+
+    if not paths.db_path().exists():
+        raise NotFound(f"mc has no sessions yet (no database at {paths.db_path()})",
+                       fix="pipe a request through `mc transform` (or start your harness with mc set up) first")
+
+
 def parse_date(value: str | None, *, end: bool = False) -> int | None:
     """`YYYY-MM-DD` (whole UTC day; `end` means up to its end) or `YYYY-MM-DDTHH:MM[:SS]` (UTC) as epoch ms."""
     if value is None:
@@ -60,4 +70,12 @@ def parse_date(value: str | None, *, end: bool = False) -> int | None:
     raise BadInput(f"date {value!r} is not YYYY-MM-DD", fix="e.g. --from 2026-11-01 --to 2026-11-30")
 
 
-__all__ = ["Scope", "parse_date", "resolve"]
+def date_window(date_from: str | None, date_to: str | None) -> tuple[int | None, int | None]:
+    """(since, until) epoch ms for `--from`/`--to`; BadInput when the window is empty (`--from` after `--to`)."""
+    since, until = parse_date(date_from), parse_date(date_to, end=True)
+    if since is not None and until is not None and since >= until:
+        raise BadInput(f"--from {date_from} is after --to {date_to}", fix="swap them, or widen the window")
+    return since, until
+
+
+__all__ = ["Scope", "date_window", "parse_date", "require_database", "resolve"]

@@ -142,7 +142,8 @@ def id_query(query: str) -> list[int] | None:
     """The ids of a whole query of 1–5 `#?\\d+` tokens (the id shortcut), else None."""
     if not _ID_QUERY.match(query):
         return None
-    return [int(t.lstrip("#")) for t in re.split(r"[\s,]+", query.strip()) if t]
+    ids = [int(t.lstrip("#")) for t in re.split(r"[\s,]+", query.strip()) if t]
+    return ids if all(i < 2**63 for i in ids) else None  # beyond SQLite's INTEGER range: not an id, just words
 
 
 def note_tokens(text: str) -> list[str]:

@@ -217,7 +217,21 @@ def open_db(path: StrPath | None = None, *, cache_size_mb: int | None = None,
     return conn
 
 
+def open_for_reading(path: StrPath | None = None) -> sqlite3.Connection:
+    """The database for a command that only reads (a listing, `mc status`). Before mc has stored anything it is
+    an empty in-memory one with the current schema, so the command answers "none yet" without creating the
+    file: reading writes nothing."""
+    target = path if path is not None else paths.db_file()
+    if os.path.exists(target):
+        return open_db(path)
+    from magic_context.store import migrations
+
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    migrations.apply(conn)
+    return conn
+
+
 __all__ = [
     "BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "atomic", "check_fence", "classify", "connect", "connect_read_only",
-    "integrity_check", "is_busy", "journal_mode", "open_db", "table_count", "user_version",
+    "integrity_check", "is_busy", "journal_mode", "open_db", "open_for_reading", "table_count", "user_version",
 ]

@@ -44,6 +44,8 @@ def insert(conn: sqlite3.Connection, row: dict[str, Any]) -> int:
 
 
 def get(conn: sqlite3.Connection, note_id: int) -> dict[str, Any] | None:
+    if not -(2**63) <= note_id < 2**63:  # SQLite's INTEGER range: an id outside it names no row
+        return None
     found = conn.execute(_SELECT + " WHERE id = ?", (note_id,)).fetchone()
     return _row(found) if found is not None else None
 
@@ -65,7 +67,7 @@ def select(conn: sqlite3.Connection, *, session_pk: int | None, project_id: str 
     sql += " ORDER BY id DESC"
     if limit is not None:
         sql += " LIMIT ? OFFSET ?"
-        args += [limit, offset]
+        args += [min(limit, 2**63 - 1), offset]  # `--limit 2**64` means no limit, not an OverflowError
     return [_row(r) for r in conn.execute(sql, args)]
 
 

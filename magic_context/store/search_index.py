@@ -345,6 +345,8 @@ def evict_commits(conn: sqlite3.Connection, project_id: str, max_commits: int, f
 
 
 def tag_message_id(conn: sqlite3.Connection, session_pk: int, tag: int) -> str | None:
+    if not -(2**63) <= tag < 2**63:  # SQLite's INTEGER range: a number outside it names no tag
+        return None
     return _one(conn, "SELECT message_id FROM tags WHERE session_pk = ? AND tag_number = ?", (session_pk, tag))
 
 

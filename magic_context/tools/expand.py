@@ -79,7 +79,7 @@ def _decode(conn: sqlite3.Connection, session_pk: int, start: int, end: int) -> 
 
 
 def expand_range(conn: sqlite3.Connection, session_pk: int, start: int, end: int, *, cli: bool = False,
-                 session_id: str | None = None, budget: int = BUDGET_TOKENS) -> Expanded:
+                 session_id: str | None = None, harness: str | None = None, budget: int = BUDGET_TOKENS) -> Expanded:
     from magic_context.search import text as st
     from magic_context.search.indexer import cutoff
     from magic_context.tokens import estimate
@@ -116,7 +116,8 @@ def expand_range(conn: sqlite3.Connection, session_pk: int, start: int, end: int
     text = [header, *lines]
     if truncated is not None:
         out.truncated_at, out.next_range = truncated, f"{truncated + 1}-{end}"
-        how = (f"mc expand --session {session_id} --range {truncated + 1}-{end}" if cli
+        which = f"--session {session_id}" + (f" --harness {harness}" if harness else "")  # as the caller named it
+        how = (f"mc expand {which} --range {truncated + 1}-{end}" if cli
                else f"start={truncated + 1} end={end}")
         text.append(f"Truncated at message {truncated} (budget: ~{budget} tokens). Call again with {how} for more.")
     out.text = "\n".join(text)
@@ -126,7 +127,7 @@ def expand_range(conn: sqlite3.Connection, session_pk: int, start: int, end: int
 def expand_message(conn: sqlite3.Connection, session_pk: int, ordinal: int) -> Expanded:
     from magic_context.search import text as st
 
-    messages = _decode(conn, session_pk, ordinal, ordinal)
+    messages = _decode(conn, session_pk, ordinal, ordinal) if ordinal < 2**63 else []  # SQLite's INTEGER range
     if not messages:
         return Expanded(ExpandKind.EMPTY, f"No messages found in range {ordinal}-{ordinal}. The range may be outside "
                         "this session's history.", ordinal, ordinal)

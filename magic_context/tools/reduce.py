@@ -43,7 +43,8 @@ def queue_drops(conn: sqlite3.Connection, session_pk: int, drop: str, *, protect
                 forced: bool = False) -> ReduceResult:
     """Validate and queue pending drops for the tags named by `drop` ("3-5,9")."""
     numbers = parse_ranges(drop)
-    status = tag_rows.statuses(conn, session_pk, numbers)
+    # a number beyond SQLite's INTEGER range names no tag (binding it would raise OverflowError): it stays unknown
+    status = tag_rows.statuses(conn, session_pk, [n for n in numbers if n < 2**63])
     unknown = [n for n in numbers if n not in status]
     dropped = [n for n in numbers if status.get(n) == "dropped"]
     protected = sorted(protected_numbers(conn, session_pk, protected_tags).intersection(numbers)) if not forced else []

@@ -447,7 +447,9 @@ def _decide(p: Pass, view: View, meas: Measure, sched: Schedule, *, refolded: bo
     """The drop lanes (queued ctx_reduce drops, duplicates, stale reduces, age, smart) and old reasoning, then
     the pressure reclaim well below the threshold; only on a pass allowed to change the prefix. A pass that only
     crossed the threshold (no HARD fold, no force band, no new compartments: `refolded`, m[1] unchanged) keeps none
-    of it when it saves too little to pay for the bust (`reclaim.worth_a_bust`): it is held, served as a defer."""
+    of it when it saves too little to pay for the bust (`reclaim.worth_a_bust`): it is held, served as a defer. A
+    pass whose cache TTL expired is never held: the provider writes the whole request anyway, so its drops are free
+    (a subagent's pass, which has no head to make the expiry a HARD fold, would otherwise forgo them)."""
     stripped = set(view.state.get("stripped_reasoning") or [])
     previews: list[heuristics.Drop] = []
     if view.previews:  # oversized new content is previewed on every pass, busting or not (it is new)
@@ -483,7 +485,7 @@ def _decide(p: Pass, view: View, meas: Measure, sched: Schedule, *, refolded: bo
             drop.site.tag.status, drop.site.tag.drop_mode = tag_store.DROPPED, drop.mode
         new_drops += plan.drops
         projected -= plan.reclaimed_tokens
-    optional = not (sched.hard or meas.force or meas.decision.force or refolded)
+    optional = not (sched.hard or meas.force or meas.decision.force or meas.decision.ttl_expired or refolded)
     if optional and not reclaim.worth_a_bust(meas.usage_tokens - projected, meas.threshold / 100 * limit.tokens) \
             and _m1_unchanged(p, view, meas, sched):
         for drop in new_drops[len(previews):]:  # served as a defer: the stored decisions, nothing new
@@ -549,6 +551,11 @@ def _apply(p: Pass, view: View, meas: Measure, decisions: Decisions) -> Served:
         if text:
             nudges.fire(kept, meas.anchors, text)
     state = view.state
+    if p.primary and not p.readonly and view.new_tags:  # a commit or a finished todo list is a trigger too (§2.3)
+        from magic_context.transform import note_nudge
+
+        if note_nudge.detect(sites):
+            state.set(note_nudge.TRIGGER_KEY, p.inp.now_ms)
     if p.primary and not p.readonly and state.get("note_trigger_at"):  # = note_nudge.TRIGGER_KEY: on a trigger only
         from magic_context.transform import note_nudge
 
