@@ -11,6 +11,7 @@ import re
 from typing import Final
 
 from magic_context.history.chunk import clean_text, tool_use
+from magic_context.store.db import fits_integer
 from magic_context.wire import model as m
 
 MAX_QUERY_CHARS: Final = 16_384  # [later] rejects queries over 16 KiB
@@ -143,7 +144,7 @@ def id_query(query: str) -> list[int] | None:
     if not _ID_QUERY.match(query):
         return None
     ids = [int(t.lstrip("#")) for t in re.split(r"[\s,]+", query.strip()) if t]
-    return ids if all(i < 2**63 for i in ids) else None  # beyond SQLite's INTEGER range: not an id, just words
+    return ids if all(fits_integer(i) for i in ids) else None  # beyond SQLite's INTEGER range: words, not ids
 
 
 def note_tokens(text: str) -> list[str]:

@@ -217,6 +217,16 @@ def open_db(path: StrPath | None = None, *, cache_size_mb: int | None = None,
     return conn
 
 
+INTEGER_MIN: Final = -(2**63)
+INTEGER_MAX: Final = 2**63 - 1
+
+
+def fits_integer(number: int) -> bool:
+    """Whether SQLite can bind `number` (its INTEGER range): one outside names no row, and binding it would raise
+    OverflowError, so a lookup answers "not found" instead."""
+    return INTEGER_MIN <= number <= INTEGER_MAX
+
+
 def open_for_reading(path: StrPath | None = None) -> sqlite3.Connection:
     """The database for a command that only reads (a listing, `mc status`). Before mc has stored anything it is
     an empty in-memory one with the current schema, so the command answers "none yet" without creating the
@@ -232,6 +242,7 @@ def open_for_reading(path: StrPath | None = None) -> sqlite3.Connection:
 
 
 __all__ = [
-    "BUSY_TIMEOUT_MS", "SCHEMA_VERSION", "atomic", "check_fence", "classify", "connect", "connect_read_only",
-    "integrity_check", "is_busy", "journal_mode", "open_db", "open_for_reading", "table_count", "user_version",
+    "BUSY_TIMEOUT_MS", "INTEGER_MAX", "INTEGER_MIN", "SCHEMA_VERSION", "atomic", "check_fence", "classify", "connect",
+    "connect_read_only", "fits_integer", "integrity_check", "is_busy", "journal_mode", "open_db", "open_for_reading",
+    "table_count", "user_version",
 ]

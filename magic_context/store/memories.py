@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from magic_context.store.db import INTEGER_MAX, fits_integer
+
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -21,7 +23,6 @@ COLUMNS = ("id", "project_id", "category", "content", "normalized_hash", "status
            "last_retrieved_at", "expires_at", "superseded_by", "merged_from", "metadata_json")
 RENDER_COLUMNS = ("id", "category", "content", "status", "importance", "last_seen_at")
 VISIBLE_STATE_KEY = "visible_memory_ids"
-MIN_ROWID, MAX_ROWID = -(2**63), 2**63 - 1  # SQLite's INTEGER range: an id outside it names no row
 _SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM memories"
 _ELIGIBLE = ("status IN ('active', 'permanent') AND superseded_by IS NULL "
              "AND (expires_at IS NULL OR expires_at > ?)")
@@ -37,14 +38,14 @@ def _row(values: Any) -> dict[str, Any]:
 
 
 def get(conn: sqlite3.Connection, memory_id: int) -> dict[str, Any] | None:
-    if not MIN_ROWID <= memory_id <= MAX_ROWID:  # no row has it (SQLite would raise OverflowError binding it)
+    if not fits_integer(memory_id):
         return None
     found = conn.execute(_SELECT + " WHERE id = ?", (memory_id,)).fetchone()
     return _row(found) if found is not None else None
 
 
 def get_many(conn: sqlite3.Connection, ids: Iterable[int]) -> list[dict[str, Any]]:
-    wanted = sorted(i for i in set(ids) if MIN_ROWID <= i <= MAX_ROWID)
+    wanted = sorted(i for i in set(ids) if fits_integer(i))
     if not wanted:
         return []
     marks = ",".join("?" * len(wanted))
@@ -108,7 +109,7 @@ def select(conn: sqlite3.Connection, project_id: str | None, *, statuses: Iterab
     sql = _SELECT + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
     if limit is not None:
         sql += " LIMIT ? OFFSET ?"
-        args += [min(limit, MAX_ROWID), offset]  # `--limit 2**64` means no limit, not an OverflowError
+        args += [min(limit, INTEGER_MAX), offset]  # `--limit 2**64` means no limit, not an OverflowError
     return [_row(r) for r in conn.execute(sql, args)]
 
 

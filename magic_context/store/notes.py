@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from magic_context.store.db import INTEGER_MAX, fits_integer
+
 TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transform hot path
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -44,7 +46,7 @@ def insert(conn: sqlite3.Connection, row: dict[str, Any]) -> int:
 
 
 def get(conn: sqlite3.Connection, note_id: int) -> dict[str, Any] | None:
-    if not -(2**63) <= note_id < 2**63:  # SQLite's INTEGER range: an id outside it names no row
+    if not fits_integer(note_id):
         return None
     found = conn.execute(_SELECT + " WHERE id = ?", (note_id,)).fetchone()
     return _row(found) if found is not None else None
@@ -67,7 +69,7 @@ def select(conn: sqlite3.Connection, *, session_pk: int | None, project_id: str 
     sql += " ORDER BY id DESC"
     if limit is not None:
         sql += " LIMIT ? OFFSET ?"
-        args += [min(limit, 2**63 - 1), offset]  # `--limit 2**64` means no limit, not an OverflowError
+        args += [min(limit, INTEGER_MAX), offset]  # `--limit 2**64` means no limit, not an OverflowError
     return [_row(r) for r in conn.execute(sql, args)]
 
 

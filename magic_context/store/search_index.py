@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from magic_context.store.db import classify
+from magic_context.store.db import classify, fits_integer
 
 
 def _rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
@@ -345,7 +345,7 @@ def evict_commits(conn: sqlite3.Connection, project_id: str, max_commits: int, f
 
 
 def tag_message_id(conn: sqlite3.Connection, session_pk: int, tag: int) -> str | None:
-    if not -(2**63) <= tag < 2**63:  # SQLite's INTEGER range: a number outside it names no tag
+    if not fits_integer(tag):
         return None
     return _one(conn, "SELECT message_id FROM tags WHERE session_pk = ? AND tag_number = ?", (session_pk, tag))
 

@@ -16,6 +16,7 @@ from typing import Any, Final
 from magic_context.errors import BadInput, NotFound
 from magic_context.records import Factory, record
 from magic_context.results import Result
+from magic_context.store.db import fits_integer
 
 BUDGET_TOKENS: Final = 15_000
 ROLE_LETTER: Final = {"user": "U", "assistant": "A", "tool": "T", "system": "S"}
@@ -127,7 +128,7 @@ def expand_range(conn: sqlite3.Connection, session_pk: int, start: int, end: int
 def expand_message(conn: sqlite3.Connection, session_pk: int, ordinal: int) -> Expanded:
     from magic_context.search import text as st
 
-    messages = _decode(conn, session_pk, ordinal, ordinal) if ordinal < 2**63 else []  # SQLite's INTEGER range
+    messages = _decode(conn, session_pk, ordinal, ordinal) if fits_integer(ordinal) else []
     if not messages:
         return Expanded(ExpandKind.EMPTY, f"No messages found in range {ordinal}-{ordinal}. The range may be outside "
                         "this session's history.", ordinal, ordinal)

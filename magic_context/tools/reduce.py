@@ -13,6 +13,7 @@ from magic_context.records import record
 from magic_context.results import Result
 from magic_context.store import pending as pending_ops
 from magic_context.store import tags as tag_rows
+from magic_context.store.db import fits_integer
 from magic_context.store.sessions import find_session
 from magic_context.transform.ranges import format_ranges, parse_ranges
 
@@ -44,7 +45,7 @@ def queue_drops(conn: sqlite3.Connection, session_pk: int, drop: str, *, protect
     """Validate and queue pending drops for the tags named by `drop` ("3-5,9")."""
     numbers = parse_ranges(drop)
     # a number beyond SQLite's INTEGER range names no tag (binding it would raise OverflowError): it stays unknown
-    status = tag_rows.statuses(conn, session_pk, [n for n in numbers if n < 2**63])
+    status = tag_rows.statuses(conn, session_pk, [n for n in numbers if fits_integer(n)])
     unknown = [n for n in numbers if n not in status]
     dropped = [n for n in numbers if status.get(n) == "dropped"]
     protected = sorted(protected_numbers(conn, session_pk, protected_tags).intersection(numbers)) if not forced else []
