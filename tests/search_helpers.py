@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 
 from historian_helpers import NOW, PiBuilder, store_pi
+
+
+def db_digest() -> str:
+    """A digest of the whole database (schema and rows): equal before and after means a command wrote nothing."""
+    from magic_context.store.db import open_db
+
+    conn = open_db()
+    try:
+        return hashlib.sha256("\n".join(conn.iterdump()).encode()).hexdigest()
+    finally:
+        conn.close()
 
 
 def session_with_history(conn: sqlite3.Connection, *, session_id: str = "syn", project_id: str = "dir:syn",

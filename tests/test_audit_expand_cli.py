@@ -4,21 +4,12 @@ whole, and bad input leaving the database as it was."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from historian_helpers import PiBuilder, store_pi
-from search_helpers import fold, session_with_history
+from search_helpers import db_digest, fold, session_with_history
 
 from magic_context.store.db import open_db
-
-
-def _digest() -> str:
-    conn = open_db()
-    try:
-        return hashlib.sha256("\n".join(conn.iterdump()).encode()).hexdigest()
-    finally:
-        conn.close()
 
 
 def test_a_range_over_the_budget_ends_with_the_call_that_continues_it(mc) -> None:
@@ -68,11 +59,11 @@ def test_bad_expand_input_writes_nothing(mc) -> None:
     conn = open_db()
     session_with_history(conn, session_id="ses-bad")
     conn.close()
-    before = _digest()
+    before = db_digest()
     for args in (("--range", "9-1"), ("--range", "x"), ("--tag", "77"), ("--message", "-3"), (),
                  ("--message", "1", "--tag", "1")):
         result = mc("expand", "--session", "ses-bad", *args)
         err = result.stderr.decode()
         assert result.returncode == 2 and err.startswith("mc: error: ") and "Traceback" not in err, (args, err)
         assert len(err.strip().splitlines()) == 1 and result.stdout == b""
-    assert _digest() == before
+    assert db_digest() == before

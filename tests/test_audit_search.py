@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from historian_helpers import NOW
-from search_helpers import add_memory, session_with_history
+from search_helpers import add_memory, db_digest, session_with_history
 
 from magic_context.search import engine
 
@@ -52,8 +52,6 @@ def test_every_fts_table_stems_and_folds_case_and_diacritics(conn, source, query
 def test_bad_search_scope_and_fts_syntax_write_nothing_through_the_cli(mc, tmp_path) -> None:
     """#12 acceptance: an unknown session or project, or FTS syntax characters: a one-line error or an empty
     result, never a traceback, and nothing written (the index is caught up by a first search beforehand)."""
-    import hashlib
-
     from magic_context.store.db import open_db
 
     conn = open_db()
@@ -61,14 +59,7 @@ def test_bad_search_scope_and_fts_syntax_write_nothing_through_the_cli(mc, tmp_p
     conn.close()
     assert mc("search", "walrus", "--session", "ses-scope", "--source", "message").returncode == 0
 
-    def digest() -> str:
-        c = open_db()
-        try:
-            return hashlib.sha256("\n".join(c.iterdump()).encode()).hexdigest()
-        finally:
-            c.close()
-
-    before = digest()
+    before = db_digest()
     for args, needle in ((("--session", "nope"), "no session 'nope'"),
                          (("--project", str(tmp_path / "elsewhere")), "mc has no session for project"),
                          (("--session", "ses-scope", "--harness", "claude-code"), "no session 'ses-scope'")):
@@ -79,7 +70,7 @@ def test_bad_search_scope_and_fts_syntax_write_nothing_through_the_cli(mc, tmp_p
     for query in ('"*^():-', "NEAR(a b)", "col:umn*", "AND"):
         result = mc("search", query, "--session", "ses-scope", "--source", "message")
         assert result.returncode == 0 and "Traceback" not in result.stderr.decode(), query
-    assert digest() == before
+    assert db_digest() == before
 
 
 @pytest.mark.parametrize("source", ["memory", "note", "git_commit", "message", "compartment"])

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
 import sys
 
 import pytest
-from search_helpers import add_memory, session_with_history
+from search_helpers import add_memory, db_digest, session_with_history
 
 from magic_context import paths
 from magic_context.store.db import open_db
@@ -22,14 +21,6 @@ def stored() -> str:
     add_memory(conn, "zebra stripes are counted from the header")
     conn.close()
     return "ses-cli"
-
-
-def _db_digest() -> str:
-    conn = open_db()
-    try:
-        return hashlib.sha256("\n".join(conn.iterdump()).encode()).hexdigest()
-    finally:
-        conn.close()
 
 
 def test_search_json_results_carry_ranges_that_expand_accepts(mc, stored) -> None:
@@ -87,13 +78,13 @@ def test_search_by_project_directory(mc, tmp_path) -> None:
     (("zebra", "--from", "2026-03-02", "--to", "2026-03-01"), "--from 2026-03-02 is after --to 2026-03-01"),
 ])
 def test_search_bad_input_is_one_line_exit_2_and_writes_nothing(mc, stored, args, needle) -> None:
-    before = _db_digest()
+    before = db_digest()
     result = mc("search", *args, "--session", stored)
     err = result.stderr.decode()
     assert result.returncode == 2, err
     assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert result.stdout == b""
-    assert _db_digest() == before
+    assert db_digest() == before
 
 
 @pytest.mark.parametrize("query", ['"*^():-', "a:b", "(x", "zebra*", "-", "^"])
