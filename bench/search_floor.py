@@ -1,6 +1,6 @@
 """Calibrate the semantic-only floor (`lanes.LOCAL_SEMANTIC_ONLY_FLOOR`) on the tuning sessions.
 
-    TMPDIR=/tmp/x nice -n 19 python bench/search_floor.py [--queries 240]
+    TMPDIR=/tmp/x nice -n 19 python bench/search_floor.py [--queries N]
 
 A static model puts every text somewhere, so a query a session never touched still has nearest neighbours. This
 measures how near: on the cached `bench/search_bench.py` databases of the tuning set it searches (seeded) random
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.search_bench import CACHE, SETS, _config, _hit_text, _norm  # noqa: E402
+from bench.search_bench import CACHE, SETS, _config, _hit_text, _norm, ensure_db  # noqa: E402
 
 CONSONANTS, VOWELS, LETTERS = "bcdfghjklmnprstvwxz", "aeiou", "abcdefghijklmnopqrstuvwxyz"
 
@@ -81,7 +81,7 @@ def best_cosines(n: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"message": [], "compartment": [], "memory x100": [], "memory x300": []}
     for path in sorted(SETS["tuning"].glob("*.json")):
         spec = json.loads(path.read_text())
-        conn = open_db(str(CACHE / (Path(spec["session"]).stem + ".db")))
+        conn = open_db(str(ensure_db(spec, False)))  # built (cached) as bench/search_bench.py builds it
         pk, project = conn.execute("SELECT id, project_id FROM sessions ORDER BY id LIMIT 1").fetchone()
         cut = conn.execute("SELECT max(end_ordinal) FROM compartments WHERE session_pk = ?", (pk,)).fetchone()[0]
         queries = [q for _k, q in pool + [("offtopic", q) for q in spec.get("offtopic", [])]
@@ -118,7 +118,7 @@ def sweep(n: int, floors: list[dict[str, float]]) -> list[str]:
             semantic = correct = 0
             for path in sorted(SETS["tuning"].glob("*.json")):
                 spec = json.loads(path.read_text())
-                conn = open_db(str(CACHE / (Path(spec["session"]).stem + ".db")))
+                conn = open_db(str(ensure_db(spec, False)))
                 pk, project = conn.execute("SELECT id, project_id FROM sessions ORDER BY id LIMIT 1").fetchone()
                 for _kind, q in pool + [("offtopic", q) for q in spec.get("offtopic", [])]:
                     if not _search(conn, pk, project, q, "off"):
