@@ -21,6 +21,12 @@ collapsed). Each question runs with embeddings off and with the local provider. 
 added to a held-out file carry `"added": "<date>"`; `--questions original|added` runs one group alone, so
 figures stay comparable with earlier rounds.
 
+Off-topic queries: each file's `offtopic` list (random letters, pseudo-words, topics the session never
+touched; at least 12 per session, each one FTS finds nothing for in it) is searched at `mc search`'s default
+limit, and the table after the recall table gives the mean number of hits and the share of queries with none:
+every hit there is noise. `--no-semantic-floor` runs everything with the ranking before the semantic-only floor
+(`lanes.LOCAL_SEMANTIC_ONLY_FLOOR`), for a before/after comparison.
+
 Latency: a synthetic session scaled from the real messages to 10k and 100k indexed messages; each size
 is timed in a fresh process (the first query, with model load, included) over the question set.
 """
@@ -96,6 +102,31 @@ def evaluate(db_path: Path, spec: dict[str, Any], provider: str) -> dict[str, An
         return {"rows": rows, "warnings": result.warnings if spec["questions"] else []}
     finally:
         conn.close()
+
+
+def offtopic(db_path: Path, spec: dict[str, Any], provider: str, limit: int = 10) -> dict[str, Any]:
+    """Search each of the spec's off-topic queries (`offtopic`: random words, topics the session never touched,
+    misspellings of nothing) at `mc search`'s default limit: how many hits come back (mean), the share of queries
+    with none, and the queries FTS alone answers (then they are not off-topic for this session: fix the list)."""
+    from magic_context.search import engine
+    from magic_context.store.db import open_db
+
+    queries = spec.get("offtopic", [])
+    conn = open_db(str(db_path))
+    try:
+        pk, project = conn.execute("SELECT id, project_id FROM sessions ORDER BY id LIMIT 1").fetchone()
+        config, counts, lexical = _config(provider), [], []
+        for q in queries:
+            hits = engine.search(conn, q, session_pks=[pk], project_id=project, limit=limit, config=config,
+                                 count_retrievals=False, refresh_git=False).hits
+            counts.append(len(hits))
+            if any(h.match != "semantic" for h in hits):
+                lexical.append(q)
+    finally:
+        conn.close()
+    n = len(counts)
+    return {"n": n, "mean": sum(counts) / n if n else 0.0, "zero": sum(1 for c in counts if c == 0) / n if n else 0.0,
+            "lexical": lexical}
 
 
 def subset(spec: dict[str, Any], which: str) -> dict[str, Any]:
@@ -290,7 +321,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", choices=("all", "original", "added"), default="all",
                         help="the questions of each file to run: all, the original ones, or those a later session "
                              "added (marked `added`; reported apart so figures stay comparable across rounds)")
+    parser.add_argument("--no-semantic-floor", action="store_true",
+                        help="score as before the semantic-only floor (every kind at lanes.MIN_MESSAGE_COSINE)")
     args = parser.parse_args(argv)
+    if args.no_semantic_floor:
+        from magic_context.search import lanes
+
+        lanes.LOCAL_SEMANTIC_ONLY_FLOOR = dict.fromkeys(lanes.LOCAL_SEMANTIC_ONLY_FLOOR, lanes.MIN_MESSAGE_COSINE)
     os.environ.setdefault("MAGIC_CONTEXT_STORAGE_DIR", str(CACHE / "data"))
     os.environ.setdefault("MAGIC_CONTEXT_CONFIG_DIR", str(CACHE / "config"))
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -302,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|---|---|")
     all_queries: list[str] = []
     first_db = None
+    noise: list[str] = []
     for spec in specs:
         db_path = ensure_db(spec, args.rebuild)
         first_db = first_db or db_path
@@ -316,10 +354,24 @@ def main(argv: list[str] | None = None) -> int:
             if tail:
                 print(f"note: {len(tail)} question(s) of {Path(spec['session']).stem} have their answer in the live "
                       f"tail (not folded: no search can find it; counted as misses): {tail}", file=sys.stderr)
+            if spec.get("offtopic"):
+                o = offtopic(db_path, spec, provider)
+                noise.append(f"| {Path(spec['session']).stem} | {provider} | {o['n']} | {o['mean']:.2f} | "
+                             f"{o['zero']:.2f} |")
+                if o["lexical"]:
+                    print(f"note: FTS finds some of {Path(spec['session']).stem}'s off-topic queries (not off-topic "
+                          f"for it): {o['lexical']}", file=sys.stderr)
             if args.verbose:
                 for r in rows:
                     if r["rank"] != 1:
                         print(f"    rank={r['rank']} [{r['kind']}] {r['q']!r} top={r['top']}", file=sys.stderr)
+    if noise:
+        print()
+        print("Off-topic queries (the session never mentions them; `offtopic` in each file), default limit 10:")
+        print()
+        print("| session | embeddings | queries | mean hits | share with no hit |")
+        print("|---|---|---|---|---|")
+        print("\n".join(noise))
     if not args.no_latency and first_db is not None:
         print()
         print("| indexed messages | embeddings | queries | first query ms | p50 ms | p95 ms |")

@@ -41,9 +41,9 @@ from bench.search_bench import CACHE, SETS, _config, ensure_db, evaluate, subset
 
 SUMMARY_LINE = re.compile(r"^\[(\d+)(?:-(\d+))?\]\s*(.*)$")  # the historian's `[a-b] U: … → A: …` lines
 _memo: dict[Any, Any] = {}
-CURRENT = ("now:", "r3:", "r4:")  # levers measured on the current ranking (agreement 0.5 kept), not the one before
-# "now:" (the second round), "r3:" (the third, on the recorded-cwd databases) or "r4:" (the fourth: abbreviations,
-# misspellings, embedded text, message dims; README "Round four")
+CURRENT = ("now:", "r3:", "r4:", "r5:")  # levers measured on the current ranking (agreement 0.5 kept)
+# "now:" (the second round), "r3:" (the third, on the recorded-cwd databases), "r4:" (the fourth: abbreviations,
+# misspellings, embedded text, message dims; README "Round four") or "r5:" (the fifth: the `dimGray` miss)
 
 
 @contextmanager
@@ -995,6 +995,46 @@ def message_dims(dims: int) -> Callable[[ExitStack], None]:
     return apply
 
 
+def place_cap(cap: int) -> Callable[[ExitStack], None]:
+    """At most `cap` hits per place in the merged ranking (a place: a compartment, with the messages inside its range;
+    any other hit is its own place); the hits over the cap move behind the rest in their order. An identifier that
+    many messages of one episode mention then leaves room for its other episodes (README "Round five")."""
+    from magic_context.search import engine
+
+    dedupe, search = engine._dedupe, engine.search
+    state: dict[str, Any] = {}
+
+    def remembering_search(conn: sqlite3.Connection, *args: Any, **kwargs: Any) -> Any:
+        state["conn"] = conn
+        return search(conn, *args, **kwargs)
+
+    def capped(hits: list[Any]) -> list[Any]:
+        hits = dedupe(hits)
+        ranges: dict[Any, list[Any]] = {}
+
+        def place(h: Any) -> tuple[Any, ...]:
+            if h.source == "compartment":
+                return ("c", h.session_pk, h.id)
+            if h.source != "message":
+                return (h.source, h.id)
+            sql = "SELECT id, start_ordinal, end_ordinal FROM compartments WHERE session_pk = ?"
+            rows = ranges.setdefault(h.session_pk, state["conn"].execute(sql, (h.session_pk,)).fetchall())
+            return ("c", h.session_pk, next((r[0] for r in rows if r[1] <= h.ordinal <= r[2]), None))
+
+        count: Counter[tuple[Any, ...]] = Counter()
+        kept, over = [], []
+        for h in hits:
+            key = place(h)
+            (kept if count[key] < cap else over).append(h)
+            count[key] += 1
+        return kept + over
+
+    def apply(stack: ExitStack) -> None:
+        stack.enter_context(patched(engine, "search", remembering_search))
+        stack.enter_context(patched(engine, "_dedupe", capped))
+    return apply
+
+
 def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
     """(name, providers, apply) — `apply` enters its patches on the stack."""
     from magic_context.search import engine, lanes
@@ -1061,6 +1101,8 @@ def levers() -> list[tuple[str, tuple[str, ...], Callable[[ExitStack], None]]]:
             ("r3: an identifier's matches, the person's first", both, person_first_matches()),
             ("r3: compartments by coordination level, then BM25", both, coordination_first()),
             ("r3: compartment cosines hubness-corrected 0.5", local, hubness_corrected(0.5))]
+    out += [("r5: current ranking", both, set_())]
+    out += [(f"r5: at most {c} hit(s) per compartment", both, place_cap(c)) for c in (1, 2)]
     out += [("r4: current ranking", both, set_()),
             ("r4: abbreviations in the loose query, both ways", both, abbreviation_query("both")),
             ("r4: abbreviations in the loose query, full word to abbreviation", both, abbreviation_query("to_short")),

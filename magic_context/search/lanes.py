@@ -123,7 +123,7 @@ def messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, l
             lists.append((weight, found[:fetch_n]))
             rows.update({r["ordinal"]: r for r in found[:fetch_n]})
     lexical = set(rows)
-    semantic: set[int] = set()
+    semantic: dict[int, float] = {}
     if q.message_vector is not None and q.model_id:
         ranked = _semantic_messages(conn, session_pk, q, cutoff, fetch_n)
         missing = [o for o, _c in ranked if o not in rows]
@@ -131,7 +131,7 @@ def messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, l
             for row in idx.message_rows_at(conn, session_pk, missing):
                 rows[row["ordinal"]] = row
         lists.append((SEMANTIC_RRF_WEIGHT, [rows[o] for o, _c in ranked if o in rows]))
-        semantic = {o for o, _c in ranked}
+        semantic = dict(ranked)
     fused = _rrf(lists, lambda r: r["ordinal"])
     for ordinal, row in rows.items():
         low = row["text"].lower()
@@ -146,6 +146,7 @@ def messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, l
         inside = [items[("m", o)] for o in best if a <= o <= b]
         items[("c", hit.id)] = COMPARTMENT_RRF_WEIGHT / (RRF_K + rank) + AGREEMENT_WEIGHT * max(inside, default=0.0)
     order = sorted(items, key=lambda k: (-items[k], k[1] if k[0] == "m" else by_id[k[1]].ordinal_start))[:fetch_n]
+    floor = semantic_only_floor(q.model_id, "msgblock")
     out: list[Hit] = []
     for key, score in zip(order, decay(len(order)), strict=True):
         if key[0] == "c":
@@ -154,6 +155,8 @@ def messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, l
             out.append(hit)
             continue
         o = key[1]
+        if o not in lexical and semantic.get(o, 1.0) < floor:
+            continue  # found by its vector alone, and no nearer than noise: dropped after ranking (scores kept)
         out.append(Hit("message", f"{session_pk}:{o}", score, _match(o in lexical, o in semantic), rows[o]["text"],
                        session_pk, max(0, o - 3), min(cutoff, o + 3), o, rows[o]["role"], at_ms=rows[o]["at_ms"]))
     return out
@@ -173,6 +176,28 @@ LOOSE_PROSE_ONLY: Final = True
 # paraphrase recall@5 0.58 -> 0.60 FTS-only, 0.67 -> 0.68 local (pi_before's request at 25, its answer folded apart).
 TURN_REACH: Final = 8
 MIN_MESSAGE_COSINE: Final = 0.2  # below this a static model's cosine is noise (bench/search_bench.py)
+# The least cosine a hit found by its vector alone (match = semantic: no FTS or literal-probe support) needs to be
+# shown, per vector kind, for the local model (wordllama: message vectors are its first 128 dims as int8, compartments
+# and memories all 256 as float32). A static model puts every text somewhere: with only the candidates' 0.2, a query
+# the session never touched ("xqzv blorfindel") filled the page with its nearest messages (the off-topic queries of
+# bench/search_bench.py: 1.7 / 4.1 / 4.5 hits on average on the three tuning sessions). Calibrated on the tuning
+# sessions by bench/search_floor.py (689 queries FTS finds nothing for: random vocabulary words, letter strings,
+# pseudo-words, the off-topic lists): messages at 0.4, the 99th percentile of such a query's best message cosine
+# (0.395); compartments keep 0.2 (the 97.5th; 0.25 dropped 2 of the 14 answer-holding semantic-only hits of the
+# tuning questions' top 10); memories at 0.3, the 99th percentile among 100–300 of the sessions' short messages
+# embedded as memories are (the bench projects hold 2 memories each). Those queries' mean hits 4.16 -> 0.08; no tuning
+# question's first correct hit is semantic-only, so recall and MRR did not move (held-out: the same). Other providers'
+# cosines live on other scales (an e5 model's all fall in 0.75–0.9): they keep `MIN_MESSAGE_COSINE`, uncalibrated.
+LOCAL_SEMANTIC_ONLY_FLOOR: Final = {"msgblock": 0.4, "compartment": 0.2, "memory": 0.3}
+
+
+def semantic_only_floor(model_id: str | None, kind: str) -> float:
+    """The least cosine a semantic-only hit of this vector kind needs under `model_id` (see the constants above)."""
+    from magic_context.search import embed
+
+    if model_id is not None and model_id == embed.model_id("local", embed.LOCAL_MODEL):
+        return LOCAL_SEMANTIC_ONLY_FLOOR[kind]
+    return MIN_MESSAGE_COSINE
 
 
 LOOSE_DF_FLOOR: Final = 1000
@@ -228,6 +253,7 @@ def compartments(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: in
     for found in idx.compartments(conn, session_pk, missing):
         rows[found["id"]] = found
     hits: list[Hit] = []
+    floor = semantic_only_floor(q.model_id, "compartment")
     for cid in set(fts) | set(sem):
         row = rows.get(cid)
         if row is None or row["end_ordinal"] > cutoff or not q.in_dates(row["at_ms"]):
@@ -236,7 +262,7 @@ def compartments(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: in
         if f is not None and s is not None:
             score, match = SEMANTIC_WEIGHT * s[0] + FTS_WEIGHT * f, "hybrid"
         elif s is not None:
-            if s[0] < MIN_MESSAGE_COSINE:  # semantic only and this weak: a static model's noise
+            if s[0] < floor:  # semantic only and this weak: noise
                 continue
             score, match = SINGLE_SOURCE_PENALTY * s[0], "semantic"
         else:
@@ -301,6 +327,7 @@ def memories(conn: sqlite3.Connection, project_id: str, q: Query, limit: int, *,
     for row in idx.memories(conn, project_id, now_ms, missing):
         rows[row["id"]] = row
     hits: list[Hit] = []
+    floor = semantic_only_floor(q.model_id, "memory")
     for mid, row in rows.items():
         if mid in hidden or not q.in_dates(row["updated_at"]):
             continue
@@ -308,7 +335,7 @@ def memories(conn: sqlite3.Connection, project_id: str, q: Query, limit: int, *,
         if f is not None and s is not None:
             score, match = SEMANTIC_WEIGHT * s + FTS_WEIGHT * f, "hybrid"
         elif s is not None:
-            if s < MIN_MESSAGE_COSINE:  # semantic only and this weak: a static model's noise
+            if s < floor:  # semantic only and this weak: noise
                 continue
             score, match = SINGLE_SOURCE_PENALTY * s, "semantic"
         else:
