@@ -208,3 +208,32 @@ def test_the_tool_is_recognized_under_each_harness_naming(name, matches) -> None
 ])
 def test_which_calls_are_reads(args, reads) -> None:
     assert note_nudge.is_read(args) is reads
+
+
+def test_only_an_answered_successful_undropped_read_is_visible() -> None:
+    from magic_context.transform import tagger
+    from magic_context.transform.tags import DROPPED
+
+    def arc(n: int, name: str, args: dict, *, output: str | None = "## Notes", error: bool = False) -> list[m.Message]:
+        call = m.Message(f"a{n}", m.ASSISTANT, [m.Block(m.TOOL_CALL, tool_id=f"c{n}", tool_name=name, input=args,
+                                                        key="p0")], ordinal=2 * n)
+        if output is None:
+            return [call]
+        return [call, m.Message(f"r{n}", m.TOOL, [m.Block(m.TOOL_RESULT, text=output, tool_id=f"c{n}", tool_name=name,
+                                                            is_error=error, key="p0")], ordinal=2 * n + 1)]
+
+    def visible(*arcs: list[m.Message]) -> int | None:
+        messages = [msg for a in arcs for msg in a]
+        sites, _new, _counter = tagger.assign(messages, {}, 0, len)
+        return note_nudge.visible_read(sites, messages)
+
+    read, other = arc(1, "mcp__mc__ctx_note", {"action": "read"}), arc(2, "bash", {"command": "ls"})
+    assert visible(read, other) == 2  # the ordinal of the message holding the call
+    assert visible(read, arc(3, "ctx_note", {}), other) == 6  # the newest read
+    assert visible(arc(1, "ctx_note", {"action": "read"}, error=True)) is None  # the read failed
+    assert visible(arc(1, "ctx_note", {"action": "read"}, output=None)) is None  # not answered (yet)
+    assert visible(arc(1, "ctx_note", {"action": "write", "content": "x"})) is None
+    messages = arc(1, "ctx_note", {"action": "read"})
+    sites, _new, _counter = tagger.assign(messages, {}, 0, len)
+    sites[0].tag.status = DROPPED
+    assert note_nudge.visible_read(sites, messages) is None

@@ -98,12 +98,13 @@ def is_read(args: object) -> bool:
 
 def visible_read(sites: list[Site], messages: list[m.Message]) -> int | None:
     """Ordinal of the message holding the newest ctx_note read whose output is served whole this pass
-    (answered, not dropped, not folded into a compartment), or None."""
+    (answered without an error, not dropped, not folded into a compartment), or None."""
     from magic_context.transform.tags import KIND_TOOL
 
     for site in reversed(sites):
         tag = site.tag
-        if tag.kind == KIND_TOOL and not tag.dropped and site.call is not None and site.results \
+        if tag.kind == KIND_TOOL and not tag.dropped and site.call is not None \
+                and any(not block.is_error for _, block in site.results) \
                 and is_note_tool(tag.tool_name or site.call[1].tool_name) and is_read(site.call[1].input):
             return messages[site.call[0]].ordinal
     return None
