@@ -71,12 +71,7 @@ def add(
     try:
         pk, pid = _scope(conn, session, harness, project)
         scope = notes.SESSION if pk is not None and not project_note else notes.PROJECT
-        from magic_context.store.raw import last_ordinal
-
-        # §2.1: the session's last message at write time, shown as `@msg N` by the session's search (§3.6)
-        anchor = last_ordinal(conn, pk) if pk is not None else None
-        note = notes.add(conn, content, project_id=pid, session_pk=pk, scope=scope, surface_condition=condition,
-                         anchor_ordinal=anchor)
+        note = notes.add(conn, content, project_id=pid, session_pk=pk, scope=scope, surface_condition=condition)
     finally:
         conn.close()
     dreamer_enabled = True

@@ -35,6 +35,20 @@ def test_scopes_and_listing(conn) -> None:
     assert notes.counts(conn, session_pk=s1, project_id=P) == {"active": 2, "pending": 1, "ready": 0, "dismissed": 0}
 
 
+def test_a_note_written_from_a_session_is_anchored_at_its_last_message(conn) -> None:
+    """§2.1: `add` itself stores the writer session's last ordinal (what `mc note add` and ctx_note share)."""
+    from magic_context.wire.model import TEXT, USER, Block, Message
+
+    s1, empty = _session(conn, "s1"), _session(conn, "s2")
+    raw_store.sync(conn, s1, [Message(f"m{i}", USER, [Block(TEXT, text=f"say {i}")], raw={"n": i}) for i in range(6)],
+                   now_ms=NOW)
+    assert notes.add(conn, "mine", project_id=P, session_pk=s1, now_ms=NOW)["anchor_ordinal"] == 5
+    shared = notes.add(conn, "for all", project_id=P, session_pk=s1, scope=notes.PROJECT, now_ms=NOW)
+    assert shared["anchor_ordinal"] == 5  # a project note its session wrote: anchored in that session
+    assert notes.add(conn, "no history yet", project_id=P, session_pk=empty, now_ms=NOW)["anchor_ordinal"] is None
+    assert notes.add(conn, "outside", project_id=P, scope=notes.PROJECT, now_ms=NOW)["anchor_ordinal"] is None
+
+
 def test_condition_lifecycle(conn) -> None:
     smart = notes.add(conn, "upgrade", project_id=P, scope=notes.PROJECT, surface_condition="v2 ships", now_ms=NOW)
     notes.mark_checked(conn, smart["id"], now_ms=NOW + 1)

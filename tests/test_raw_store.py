@@ -199,6 +199,18 @@ def test_head_dropped_without_summary(conn):
     assert changes == 0
 
 
+def test_first_seen_is_the_earliest_version_of_the_live_message(conn):
+    """What the notes nudge compares note changes with: a message rewritten in flight keeps its first sighting; a
+    fork's message at the same ordinal is another message."""
+    pk = new_session(conn)
+    raw.sync(conn, pk, msgs(10), now_ms=1)
+    raw.sync(conn, pk, [*msgs(9), msg("m9", version=1)], now_ms=2)
+    assert raw.first_seen(conn, pk, 9) == 1
+    raw.sync(conn, pk, [*msgs(5), *msgs(2, prefix="y")], now_ms=3)
+    assert raw.first_seen(conn, pk, 5) == 3 and raw.first_seen(conn, pk, 4) == 1
+    assert raw.first_seen(conn, pk, 9) is None  # superseded by the fork: no live message there
+
+
 def test_fork_replaces_the_tail(conn):
     pk = new_session(conn)
     raw.sync(conn, pk, msgs(40), now_ms=1)

@@ -77,7 +77,7 @@ def test_step_fires_once_on_a_new_user_message_after_the_trigger(conn: sqlite3.C
     state = SessionState(pk, {note_nudge.TRIGGER_KEY: 100})
 
     def step(kept: list[m.Message], now: int) -> str:
-        return note_nudge.step(conn, state, kept, session_pk=pk, project_id=PID, now_ms=now)
+        return note_nudge.step(conn, state, kept, sites=[], messages=kept, session_pk=pk, project_id=PID, now_ms=now)
 
     head = m.Message("m1", m.USER, [m.Block(m.TEXT, text="head", key="p0")], synthetic=True)
     assert step([*turn("u1"), head], NOW) == ""  # first sight: u1 is already cached
@@ -98,7 +98,8 @@ def test_step_waits_out_the_cooldown_and_skips_when_nothing_to_read(conn: sqlite
                               note_nudge.STATE_KEY: {"trigger": 200, "user": "u1", "delivered_at": last}})
 
     def step(now: int) -> str:
-        return note_nudge.step(conn, state, turn("u1", "a1", "u2"), session_pk=pk, project_id=PID, now_ms=now)
+        return note_nudge.step(conn, state, turn("u1", "a1", "u2"), sites=[], messages=[], session_pk=pk,
+                               project_id=PID, now_ms=now)
 
     assert step(NOW) == ""  # 15 minutes less 1 ms since the last one
     assert "handled" not in state.get(note_nudge.STATE_KEY)
@@ -111,7 +112,8 @@ def test_step_without_an_earlier_delivery_has_no_cooldown(conn: sqlite3.Connecti
     pk = session(conn)
     notes.add(conn, "look again", project_id=PID, session_pk=pk, now_ms=0)
     state = SessionState(pk, {note_nudge.TRIGGER_KEY: 1, note_nudge.STATE_KEY: {"trigger": 1, "user": "u1"}})
-    assert note_nudge.step(conn, state, turn("u1", "a1", "u2"), session_pk=pk, project_id=PID, now_ms=0) != ""
+    assert note_nudge.step(conn, state, turn("u1", "a1", "u2"), sites=[], messages=[], session_pk=pk, project_id=PID,
+                           now_ms=0) != ""
 
 
 def test_step_counts_the_notes_this_session_sees(conn: sqlite3.Connection) -> None:
@@ -121,7 +123,8 @@ def test_step_counts_the_notes_this_session_sees(conn: sqlite3.Connection) -> No
 
     def fire() -> str:
         state = SessionState(pk, {note_nudge.TRIGGER_KEY: 1, note_nudge.STATE_KEY: {"trigger": 1, "user": "u1"}})
-        return note_nudge.step(conn, state, turn("u1", "a1", "u2"), session_pk=pk, project_id=PID, now_ms=NOW)
+        return note_nudge.step(conn, state, turn("u1", "a1", "u2"), sites=[], messages=[], session_pk=pk,
+                               project_id=PID, now_ms=NOW)
 
     notes.add(conn, "not mine", project_id=PID, session_pk=other, now_ms=NOW)
     assert fire() == ""

@@ -15,6 +15,7 @@ from typing import Any
 
 from magic_context.errors import BadInput, NotFound
 from magic_context.store import notes as store
+from magic_context.store import raw as raw_store
 from magic_context.store.db import atomic
 
 
@@ -54,9 +55,12 @@ def _text(value: object, field: str) -> str:
 
 
 def add(conn: sqlite3.Connection, content: str, *, project_id: str, session_pk: int | None = None,
-        scope: str = SESSION, surface_condition: str | None = None, anchor_ordinal: int | None = None,
-        now_ms: int | None = None) -> dict[str, Any]:
-    """Write a note. `scope` session needs `session_pk`; project notes may name their writer session."""
+        scope: str = SESSION, surface_condition: str | None = None, now_ms: int | None = None) -> dict[str, Any]:
+    """Write a note. `scope` session needs `session_pk`; project notes may name their writer session.
+
+    A note written from a session is anchored at that session's last stored message (§2.1 `anchor_ordinal`,
+    shown as `↳ @msg N` by the session's search, §3.6); one written outside any session has no anchor.
+    """
     now = _now(now_ms)
     text = _text(content, "content")
     condition = _text(surface_condition, "surface_condition") if surface_condition is not None else None
@@ -65,6 +69,7 @@ def add(conn: sqlite3.Connection, content: str, *, project_id: str, session_pk: 
     if scope == SESSION and session_pk is None:
         raise BadInput("a session note needs a session", fix="pass --session ID, or --project-note")
     with atomic(conn):
+        anchor_ordinal = raw_store.last_ordinal(conn, session_pk) if session_pk is not None else None
         note_id = store.insert(conn, {
             "type": scope, "status": PENDING if condition else ACTIVE, "content": text, "session_pk": session_pk,
             "project_id": project_id, "surface_condition": condition, "created_at": now, "updated_at": now,

@@ -90,4 +90,19 @@ def counts(conn: sqlite3.Connection, session_pk: int | None, project_id: str | N
     return out
 
 
-__all__ = ["COLUMNS", "counts", "get", "insert", "select", "update"]
+def latest_change(conn: sqlite3.Connection, session_pk: int | None, project_id: str | None,
+                  statuses: Iterable[str]) -> int | None:
+    """The newest `updated_at` (ms) among the notes a session sees with one of `statuses`, or None.
+
+    Every write that changes what a note shows sets `updated_at`: add, dismiss, the dreamer marking it ready.
+    """
+    where, args = _scope(session_pk, project_id)
+    if where is None:
+        return None
+    wanted = sorted(set(statuses))
+    sql = f"SELECT max(updated_at) FROM notes WHERE {where} AND status IN ({','.join('?' * len(wanted))})"
+    found = conn.execute(sql, [*args, *wanted]).fetchone()
+    return found[0] if found is not None else None
+
+
+__all__ = ["COLUMNS", "counts", "get", "insert", "latest_change", "select", "update"]

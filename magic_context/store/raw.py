@@ -407,6 +407,15 @@ def count(conn: sqlite3.Connection, session_pk: int) -> int:
     return int(_query(conn, f"SELECT count(*) {_LIVE}", (session_pk,))[0][0])
 
 
+def first_seen(conn: sqlite3.Connection, session_pk: int, ordinal: int) -> int | None:
+    """When mc first stored the message now live at `ordinal` (ms): the earliest `created_at` of its rows,
+    superseded versions of the same message id included (an in-flight message is rewritten as it grows),
+    or None when no live row has that ordinal."""
+    sql = ("SELECT min(created_at) FROM raw_messages WHERE session_pk = ? AND ordinal = ? AND message_id = "
+           f"(SELECT message_id {_LIVE} AND ordinal = ?)")
+    return _query(conn, sql, (session_pk, ordinal, session_pk, ordinal))[0][0]
+
+
 def divergences(conn: sqlite3.Connection, session_pk: int) -> list[tuple[int, str, int]]:
     """Recorded (at_ordinal, reason, detected_at) rows, oldest first."""
     rows = _query(conn, "SELECT at_ordinal, reason, detected_at FROM raw_divergences WHERE session_pk = ? ORDER BY id",
@@ -431,6 +440,7 @@ __all__ = [
     "ensure_session",
     "first_of_role",
     "first_ordinal",
+    "first_seen",
     "last_ordinal",
     "live_index",
     "message_tokens",

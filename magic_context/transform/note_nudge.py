@@ -4,9 +4,10 @@ A trigger (the historian published: `history.publish` sets `note_trigger_at`; or
 messages show a commit or a todo list with every item done: `detect`) is first seen on a
 pass, which records the newest user message; the nudge goes out on a later pass whose newest message
 is a *new* user message (the one current at trigger time is already cached), at most once per
-`COOLDOWN_MS`, and only when there are active notes or ready smart notes. It is appended to that
-message and replayed from its anchor like the ctx_reduce nudges. A pass without a pending trigger
-pays one dict lookup; a pass with new messages scans only those. Stdlib only.
+`COOLDOWN_MS`, only when there are active notes or ready smart notes, and not while the agent has
+already read them (`read_since_change`). It is appended to that message and replayed from its anchor
+like the ctx_reduce nudges. A pass without a pending trigger pays one dict lookup; a pass with new
+messages scans only those. Stdlib only.
 """
 
 from __future__ import annotations
@@ -73,14 +74,77 @@ def _todos_done(site: Site, args: object) -> bool:
     return len(statuses) == len(todos) and all(s in TODOS_DONE for s in statuses) and "completed" in statuses
 
 
+NOTE_TOOL: Final = "ctx_note"
+SHOWN: Final = ("active", "ready")  # the statuses the nudge counts, and so the notes a read must have seen
+
+
+def is_note_tool(name: str | None) -> bool:
+    """`ctx_note` under any harness's naming: bare (a plugin tool), or MCP-prefixed — Claude Code's
+    `mcp__<server>__ctx_note`, OpenCode's `<server>_ctx_note`, a dotted or dashed `<server>.ctx_note`."""
+    low = (name or "").lower()
+    return low == NOTE_TOOL or (low.endswith(NOTE_TOOL) and low[-len(NOTE_TOOL) - 1] in "_.-/:")
+
+
+def is_read(args: object) -> bool:
+    """A ctx_note call that reads (§7.3): action "read", or no action and no content (the default)."""
+    if not isinstance(args, dict):
+        return not args  # no arguments at all: the default action, read
+    action = args.get("action")
+    if isinstance(action, str) and action.strip():
+        return action.strip().lower() == "read"
+    content = args.get("content")
+    return not (isinstance(content, str) and content.strip())
+
+
+def visible_read(sites: list[Site], messages: list[m.Message]) -> int | None:
+    """Ordinal of the message holding the newest ctx_note read whose output is served whole this pass
+    (answered without an error, not dropped, not folded into a compartment), or None."""
+    from magic_context.transform.tags import KIND_TOOL
+
+    for site in reversed(sites):
+        tag = site.tag
+        if tag.kind == KIND_TOOL and not tag.dropped and site.call is not None \
+                and any(not block.is_error for _, block in site.results) \
+                and is_note_tool(tag.tool_name or site.call[1].tool_name) and is_read(site.call[1].input):
+            return messages[site.call[0]].ordinal
+    return None
+
+
+def read_since_change(conn: sqlite3.Connection, sites: list[Site], messages: list[m.Message], *, session_pk: int,
+                      project_id: str | None) -> bool:
+    """§2.3's last condition: the agent ran ctx_note read after the latest note change and still sees that read.
+
+    "After" compares two times the database holds, both on the pass clock (`now_ms`): the read is when mc
+    first stored the message holding the call (`raw.first_seen`: the pass that first carried it, right after
+    the tool ran), the change is the newest `updated_at` of the notes the nudge counts (add, the dreamer
+    marking one ready; a dismissal leaves nothing new to read). The read must be strictly later. A change in
+    the moment between the tool running and the next pass counts as read; a message mc saw in flight before
+    the call was added counts as older than the call, which only ever lets the nudge out.
+    """
+    ordinal = visible_read(sites, messages)
+    if ordinal is None:
+        return False
+    from magic_context.store import notes as note_store
+    from magic_context.store import raw as raw_store
+
+    seen = raw_store.first_seen(conn, session_pk, ordinal)
+    changed = note_store.latest_change(conn, session_pk, project_id, SHOWN)
+    return seen is not None and (changed is None or seen > changed)
+
+
 def pending(state: SessionState) -> bool:
     trigger = state.get(TRIGGER_KEY)
     return bool(trigger) and trigger != (state.get(STATE_KEY) or {}).get("handled")
 
 
-def step(conn: sqlite3.Connection, state: SessionState, kept: list[m.Message], *, session_pk: int,
-         project_id: str | None, now_ms: int) -> str:
-    """Advance a pending trigger; the nudge text to fire on the newest message now, or ""."""
+def step(conn: sqlite3.Connection, state: SessionState, kept: list[m.Message], *, sites: list[Site],
+         messages: list[m.Message], session_pk: int, project_id: str | None, now_ms: int) -> str:
+    """Advance a pending trigger; the nudge text to fire on the newest message now, or "".
+
+    `sites` are this pass's tags over `messages` (the served history before drops), with their drop decisions.
+    While the agent still sees a read newer than every note change the trigger stays pending: the nudge goes
+    out on a later new user message once that read was dropped or folded away, or a note changed after it.
+    """
     from magic_context.store import notes as note_store
 
     trigger = state.get(TRIGGER_KEY)
@@ -96,12 +160,15 @@ def step(conn: sqlite3.Connection, state: SessionState, kept: list[m.Message], *
     if now_ms - int(nudge.get("delivered_at", -COOLDOWN_MS)) < COOLDOWN_MS:
         return ""
     counts = note_store.counts(conn, session_pk, project_id)
-    nudge["handled"] = trigger
     out = text(counts["active"], counts["ready"])
+    if out and read_since_change(conn, sites, messages, session_pk=session_pk, project_id=project_id):
+        return ""  # already read: stays pending (nothing is stored)
+    nudge["handled"] = trigger
     if out:
         nudge["delivered_at"] = now_ms
     state.set(STATE_KEY, nudge)
     return out
 
 
-__all__ = ["COOLDOWN_MS", "STATE_KEY", "TODOS_DONE", "TRIGGER_KEY", "detect", "pending", "step", "text"]
+__all__ = ["COOLDOWN_MS", "NOTE_TOOL", "SHOWN", "STATE_KEY", "TODOS_DONE", "TRIGGER_KEY", "detect", "is_note_tool",
+           "is_read", "pending", "read_since_change", "step", "text", "visible_read"]

@@ -560,8 +560,8 @@ def _apply(p: Pass, view: View, meas: Measure, decisions: Decisions) -> Served:
         from magic_context.transform import note_nudge
 
         if note_nudge.pending(state):
-            text = note_nudge.step(p.conn, state, kept, session_pk=view.pk, project_id=view.project_id,
-                                   now_ms=p.inp.now_ms)
+            text = note_nudge.step(p.conn, state, kept, sites=sites, messages=view.messages, session_pk=view.pk,
+                                   project_id=view.project_id, now_ms=p.inp.now_ms)
             if text:
                 nudges.fire(kept, meas.anchors, text)
     return Served(kept, pristine, reasoning_cache, nudge_state)
