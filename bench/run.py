@@ -368,8 +368,10 @@ def main(argv: list[str] | None = None) -> int:
              "calls: native's summary calls (the harness's own: read from the cache for Claude Code and OpenCode, "
              "uncached for Pi and Codex) and mc's historian calls (0 for the extractive historian, which calls no "
              "model; the *model-priced* column prices the same requests at Sonnet's input and output prices, "
-             "input uncached). The recorded responses are the same for every strategy and are left out. Token "
-             "counts are exact cl100k per message; mc runs with every default (`--no-user-config`).", "",
+             "input uncached, and as output what a model is asked to write: the extractive answer's titles, "
+             "p2 and p3, p1 and p4 being written by code for either). The recorded responses are the same for "
+             "every strategy and are left out. Token counts are exact cl100k per message; mc runs with every "
+             "default (`--no-user-config`).", "",
              "`native` is the recording's own harness (`native:pi`, `native:claude-code`; the mini-swe-agent "
              "trajectories have no compaction of their own and are compared with `native:codex`), with that "
              "harness's trigger, tail, summary size and cache behaviour (`magic_context/replay/baselines.py` cites "
@@ -409,6 +411,9 @@ def main(argv: list[str] | None = None) -> int:
     floor = REPO / "bench" / "cost_floor.md"
     if floor.is_file():  # from bench/cost_floor.py: how low any manager could go on each row
         lines += [floor.read_text(encoding="utf-8").rstrip(), ""]
+    levers = REPO / "bench" / "levers.md"
+    if levers.is_file():  # written by hand: each later lever's before/after, measured on the tree it names
+        lines += [levers.read_text(encoding="utf-8").rstrip(), ""]
     args.out.write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {args.out} in {elapsed:.0f} s", file=sys.stderr)
     return 0

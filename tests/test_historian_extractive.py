@@ -8,7 +8,7 @@ import itertools
 from historian_helpers import GOLDEN_EXTRACTIVE, NOW, PI_LARGE, PiBuilder, compartments, golden_markdown, load_pi
 
 from magic_context import tokens
-from magic_context.history import chunk, extractive, wording, wrapup
+from magic_context.history import chunk, extractive, tiers, wording, wrapup
 from magic_context.history.validate import validate_historian_output
 from magic_context.store.db import open_db
 from magic_context.store.raw import message_tokens
@@ -103,9 +103,13 @@ def test_extractive_output_validates_and_covers_the_chunk() -> None:
     b.say("Committed as abc1234.")
     digests, spans = decoded(b)
     c = chunk.build_chunk(digests, spans, start=0, end=len(digests) - 1, budget=50_000)
-    text = extractive.ExtractiveProvider(c, target=150).complete("", "").text  # small compartments
-    assert text == extractive.extractive_output(c, target=150)  # deterministic
+    lean = extractive.ExtractiveProvider(c, target=150).complete("", "").text  # small compartments
+    assert lean == extractive.extractive_output(c, target=150, lean=True)  # deterministic
+    text = extractive.extractive_output(c, target=150)
     out = validate_historian_output(text, c.start, c.end, tool_only=c.tool_only, tool_arcs=c.arcs, emergency=True)
+    filled = tiers.fill(validate_historian_output(lean, c.start, c.end, tool_only=c.tool_only, tool_arcs=c.arcs,
+                                                  emergency=True), c, narrative=False, target=150)
+    assert filled == out  # the answer in the model's lean format, completed by code, is the full answer
     comps = out.compartments
     assert comps[0].start == 0 and comps[-1].end == c.end
     assert all(a.end + 1 == b.start for a, b in itertools.pairwise(comps))

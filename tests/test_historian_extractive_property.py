@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from magic_context import tokens
-from magic_context.history import chunk, extractive
-from magic_context.history.validate import validate_historian_output
+from magic_context.history import chunk, extractive, tiers
+from magic_context.history.validate import ValidatedOutput, validate_historian_output
 from magic_context.store.raw import message_tokens
 from magic_context.wire import model as m
 
@@ -117,10 +117,17 @@ def test_extractive_output_validates_for_any_chunk(messages: list[m.Message], da
     text = extractive.extractive_output(c, target=target)
     extractive.check_output(text, c)  # the detailed answer is valid on its own (no coarse fallback needed)
     provider = extractive.ExtractiveProvider(c, target=target)
-    assert provider.complete("", "").text == text and provider.degraded is None
+    lean = provider.complete("", "").text  # the format a model is asked for: no p1, no p4
+    assert lean == extractive.extractive_output(c, target=target, lean=True) and provider.degraded is None
+    assert "<p1>" not in lean and "<p4>" not in lean
     for no_discard in (True, False):  # the runner's own call, with and without discard-last
-        out = validate_historian_output(text, c.start, c.end, tool_only=c.tool_only, tool_arcs=c.arcs,
-                                        emergency=no_discard, accept_truncated=True)
+        def check(answer: str, no_discard: bool = no_discard) -> ValidatedOutput:
+            return validate_historian_output(answer, c.start, c.end, tool_only=c.tool_only, tool_arcs=c.arcs,
+                                             emergency=no_discard, accept_truncated=True)
+
+        out = check(text)
+        # code's p1 and p4 for the lean answer are exactly what the extractive historian wrote itself (#13)
+        assert tiers.fill(check(lean), c, narrative=False, target=target) == out
         comps = out.compartments
         assert comps[0].start == c.start
         assert all(a.end + 1 == b.start for a, b in itertools.pairwise(comps))

@@ -26,7 +26,15 @@ SYSTEM_TOKEN_CEILING = 600  # was 774 before #13's trim; every rule is still sta
 
 
 def _answer(request: RecordedRequest) -> str:
-    """A model answer covering the whole chunk in one compartment, without `<meta>`."""
+    """A model answer as asked: the whole chunk in one compartment, p2 and p3 only, without `<meta>`."""
+    first, last = _RANGE.search(request.prompt).groups()
+    return (f'<output><compartments><compartment start="{first}" end="{last}" title="Ported modules {first}-{last}" '
+            f'episode_type="refactor" importance="55"><p2>Condensed account of {first}-{last}: ported to keep one '
+            f"api.</p2><p3>Ported.</p3></compartment></compartments></output>")
+
+
+def _full_answer(request: RecordedRequest) -> str:
+    """An answer in the older four-tier format: published as sent."""
     first, last = _RANGE.search(request.prompt).groups()
     return (f'<output><compartments><compartment start="{first}" end="{last}" title="Ported modules {first}-{last}" '
             f'episode_type="refactor" importance="55"><p1>U: port the modules; edited src/m{first}.py</p1>'
@@ -110,3 +118,39 @@ def test_answers_need_no_meta_when_they_cover_the_chunk(conn) -> None:
     with pytest.raises(Exception, match="without <unprocessed_from>"):
         validate_historian_output(early(""), the_chunk.start, the_chunk.end, tool_only=the_chunk.tool_only,
                                   tool_arcs=the_chunk.arcs, emergency=True)
+
+
+def test_a_model_writes_p2_and_p3_and_code_writes_p1_and_p4(conn, model: FakeLLMServer) -> None:
+    """#13: a model is asked only for what code cannot derive. Its compartment at tier p1 leads with the model's
+    own account (p2), then code's record of the range (each request verbatim, the files read and edited, the
+    agent's closing words); p4 lists the files. An answer that still sends all four tiers is published as sent."""
+    assert "<p1>" not in prompt.SYSTEM_PROMPT and "<p4>" not in prompt.SYSTEM_PROMPT
+    b = PiBuilder()
+    for i in range(3):
+        b.turn(f"please port module {i} to the new api", f"src/m{i}.py", padding=400)
+    pk = store_pi(conn, b.messages)
+    result = runner.run_once(conn, pk, keep=2, now_ms=NOW)
+    assert result.status == runner.PUBLISHED and result.provider == "anthropic"
+    (row,) = compartments(conn, pk)
+    first, last = row["start_ordinal"], row["end_ordinal"]
+    account = f"Condensed account of {first}-{last}: ported to keep one api."
+    assert row["p2"] == account and row["p3"] == "Ported."
+    p1_lines = row["p1"].splitlines()
+    assert p1_lines[0] == account
+    assert any(line.startswith(f"[{first}-") and 'U: "please port module 0 to the new api"' in line
+               for line in p1_lines[1:])
+    assert 'U: "please port module 1 to the new api"' in row["p1"] and "src/m1.py" in row["p1"]
+    assert "Updated src/m1.py as asked" in row["p1"]  # the agent's closing words
+    assert "m0.py" in row["p4"] and "m1.py" in row["p4"]
+    assert row["content"] == row["p1"]
+    # what the model wrote back (billed at the output price) is the short answer, not the record
+    (call,) = [a for a in result.attempts if a.ok]
+    assert call.output_tokens < tokens.estimate(row["p1"])
+
+    model.script([_full_answer])
+    b.turn("please port module 3 to the new api", "src/m3.py", padding=400)
+    b.turn("please port module 4 to the new api", "src/m4.py", padding=400)
+    pk = store_pi(conn, b.messages)
+    assert runner.run_once(conn, pk, keep=2, now_ms=NOW + 1).status == runner.PUBLISHED
+    newest = compartments(conn, pk)[-1]
+    assert newest["p1"].startswith("U: port the modules; edited src/m") and newest["p4"].startswith("src/m")

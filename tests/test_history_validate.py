@@ -256,7 +256,7 @@ def test_stored_compartments():
 
 # --- exact messages, codes and boundaries (mutation survivors) -----------------------------
 
-P_TAGS = "<p1>…</p1><p2>…</p2><p3>…</p3><p4>…</p4>"
+P_TAGS = "<p2>…</p2><p3>…</p3>"
 MESSAGES = [
     (("<output><facts></facts></output>", 1, 10, {}), "no_compartments", False,
      "Historian returned no usable compartments"),
@@ -265,9 +265,8 @@ MESSAGES = [
     ((fixture("truncated.xml"), 1, 20, {}), "truncated", True,
      "the output was cut off after compartment 6-9 (missing closing tags); return the full XML, shorter, and mark "
      "anything left with <unprocessed_from>"),
-    ((output(comp(1, 4), comp(5, 9, p1=" ")), 1, 20, {}), "missing_p1", False,
-     "compartment 2 (5-9) is missing the tiered paraphrase structure (p1..p4); re-emit it with all four tiers "
-     + P_TAGS),
+    ((output(comp(1, 4), '<compartment start="5" end="9" title="c5">flat</compartment>'), 1, 20, {}), "missing_p1",
+     False, "compartment 2 (5-9) is missing the tiered paraphrase structure; re-emit it with its tiers " + P_TAGS),
     ((output(comp(5, 3), unprocessed=6), 1, 20, {}), "invalid_range", False,
      "compartment 1 (5-3) has an invalid range: end is before start"),
     ((output(comp(1, 25)), 1, 20, {}), "outside_chunk", False, "compartment 1 (1-25) is outside the chunk 1-20"),
@@ -391,3 +390,18 @@ def test_discard_last_reads_the_lookahead_after_the_last_of_three():
     assert kept.discarded is None and ranges(kept) == [(1, 3), (4, 10), (11, 15)]
     dropped = validate_historian_output(output(comp(1, 3), comp(4, 17), comp(18, 19), unprocessed=20), 1, 20)
     assert (dropped.discarded.start, dropped.discarded.end) == (18, 19) and ranges(dropped) == [(1, 3), (4, 17)]
+
+
+def test_a_lean_answer_is_accepted_with_p1_and_p4_left_to_code():
+    """The format a model is asked for (#13): p2 and p3 only; an empty p1 beside a p2 counts as absent. A
+    compartment with neither p1 nor p2 is still rejected."""
+    lean = ('<compartment start="1" end="9" title="Ported" importance="40"><p2>Ported the parser; kept the old '
+            'API because callers pin it.</p2><p3>Ported.</p3></compartment>'
+            '<compartment start="10" end="20" title="Docs"><p1> </p1><p2>Wrote the docs.</p2><p4>docs/a.md</p4>'
+            '</compartment>')
+    result = validate_historian_output(output(lean), 1, 20, emergency=True)
+    first, second = result.compartments
+    assert first.lean and first.p1 is None and first.p4 is None and first.p3 == "Ported."
+    assert second.lean and second.p3 == "Wrote the docs." and second.p4 == "docs/a.md"  # p3 falls back to p2
+    assert result.next_start == 21
+    fails(output('<compartment start="1" end="20" title="x"><p3>only p3</p3></compartment>'), 1, 20, "missing_p1")

@@ -318,14 +318,34 @@ def _follow_ups(episodes_: Sequence[list[Digest]], first: str, count: int) -> st
     return f" (+{count} other prompt{'s' if count > 1 else ''}" + (f": {names})" if names else ")")
 
 
+def record_lines(pieces: Sequence[Sequence[Digest]]) -> str:
+    """p1's record: one line per piece (episode or step) — the person's words, the work, the closing words."""
+    return "\n".join(line for line in (_episode_line(piece) for piece in pieces if piece) if line)
+
+
+def _anchors(work: _Work) -> str:
+    named = files.listing(work.by_weight(), P4_FILE_CHARS)
+    return " · ".join([*work.commits, *([named] if named else [])])
+
+
+def anchors(digests: Sequence[Digest]) -> str:
+    """p4: the commits, then the files (two-part paths within `P4_FILE_CHARS`) of a stretch of digests."""
+    return _anchors(_Work.of(digests))
+
+
+def pieces(chunk: Chunk, target: int = TARGET_TOKENS) -> list[list[Digest]]:
+    """The episodes and steps `group` cuts the chunk into, in order (clipped to a compartment's range, they are
+    its record: for one of the extractive historian's own compartments, exactly its pieces)."""
+    return [piece for grouped in group(chunk.digests, chunk.arcs, target) for piece in grouped]
+
+
 def summarize(episodes_: Sequence[list[Digest]], rules: int = 0) -> Draft:
     """One compartment from its episodes."""
     digests = [d for ep in episodes_ for d in ep]
     prompts = [d.text for d in digests if d.prompt]
     work = _Work.of(digests)
     request, title = _title(episodes_, digests, work)
-    lines = [line for line in (_episode_line(ep) for ep in episodes_) if line]
-    p1 = "\n".join(lines) or title
+    p1 = record_lines(episodes_) or title
     conclusion = next((c for c in (_conclusion(ep) for ep in reversed(episodes_)) if c), "")
     p2_parts = []
     if request:
@@ -349,8 +369,7 @@ def summarize(episodes_: Sequence[list[Digest]], rules: int = 0) -> Draft:
     last = wording.first_sentence(_conclusion(episodes_[-1]), 140) if len(episodes_) > 1 else ""
     if last:
         p3 += f" Ended: {last}"
-    named = files.listing(work.by_weight(), P4_FILE_CHARS)
-    p4 = " · ".join([*work.commits, *([named] if named else [])])
+    p4 = _anchors(work)
     return Draft(digests[0].ordinal, digests[-1].ordinal, title, p1, p2, p3, p4,
                  _importance(work, rules, bool(prompts)), _types(" ".join(prompts), work))
 
@@ -360,13 +379,16 @@ def _escape(text: str, attr: bool = False) -> str:
     return text.replace('"', "&quot;") if attr else text
 
 
-def render_output(drafts: Sequence[Draft], facts: Sequence[tuple[str, str]], start: int, end: int) -> str:
-    """The historian `<output>` document for `drafts` covering `start..end`."""
+def render_output(drafts: Sequence[Draft], facts: Sequence[tuple[str, str]], start: int, end: int, *,
+                  lean: bool = False) -> str:
+    """The historian `<output>` document for `drafts` covering `start..end`. `lean`: only the tiers a model is
+    asked for (p2, p3): the answer `ExtractiveProvider` gives, whose p1 and p4 `tiers.fill` adds from the chunk."""
     out = ["<output>", "<compartments>"]
     for d in drafts:
         out.append(f'<compartment start="{d.start}" end="{d.end}" title="{_escape(d.title, True)}" '
                    f'episode_type="{d.episode_type}" importance="{d.importance}">')
-        out += [f"<p{n}>{_escape(text)}</p{n}>" for n, text in enumerate((d.p1, d.p2, d.p3, d.p4), 1)]
+        tiers = ((2, d.p2), (3, d.p3)) if lean else enumerate((d.p1, d.p2, d.p3, d.p4), 1)
+        out += [f"<p{n}>{_escape(text)}</p{n}>" for n, text in tiers]
         out.append("</compartment>")
     out.append("</compartments>")
     if facts:
@@ -391,8 +413,9 @@ def _tile(drafts: list[Draft], start: int, end: int) -> list[Draft]:
     return drafts
 
 
-def extractive_output(chunk: Chunk, spans: Sequence[boundary.Span] | None = None, target: int = TARGET_TOKENS) -> str:
-    """The extractive historian's answer for `chunk` (deterministic)."""
+def extractive_output(chunk: Chunk, spans: Sequence[boundary.Span] | None = None, target: int = TARGET_TOKENS, *,
+                      lean: bool = False) -> str:
+    """The extractive historian's answer for `chunk` (deterministic); `lean` as in `render_output`."""
     if chunk.empty:
         return render_output([], [], chunk.start, chunk.end)
     spans = chunk.arcs if spans is None else spans
@@ -401,7 +424,7 @@ def extractive_output(chunk: Chunk, spans: Sequence[boundary.Span] | None = None
         rules = [r for ep in episodes_ for d in ep if d.prompt for r in wording.find_rules(d.text)]
         facts += [("PROJECT_RULES", r) for r in rules if ("PROJECT_RULES", r) not in facts]
         drafts.append(summarize(episodes_, len(rules)))
-    return render_output(_tile(drafts, chunk.start, chunk.end), facts, chunk.start, chunk.end)
+    return render_output(_tile(drafts, chunk.start, chunk.end), facts, chunk.start, chunk.end, lean=lean)
 
 
 def coarse_output(chunk: Chunk, target: int = TARGET_TOKENS) -> str:
@@ -449,7 +472,7 @@ class ExtractiveProvider:
         started = time.monotonic()
         self.degraded = None
         try:
-            text = extractive_output(self.chunk, target=self.target)
+            text = extractive_output(self.chunk, target=self.target, lean=True)
             if not self.chunk.empty:
                 check_output(text, self.chunk)
         except Exception as exc:  # the last fallback of every chain must answer: fall back to the coarse cut
@@ -465,11 +488,14 @@ __all__ = [
     "TARGET_TOKENS",
     "Draft",
     "ExtractiveProvider",
+    "anchors",
     "check_output",
     "coarse_output",
     "episodes",
     "extractive_output",
     "group",
+    "pieces",
+    "record_lines",
     "render_output",
     "summarize",
 ]

@@ -43,7 +43,8 @@ _NAMED = {"amp": "&", "apos": "'", "quot": '"', "lt": "<", "gt": ">"}
 
 @record(frozen=True)
 class ParsedCompartment:
-    """One `<compartment>`; `p1..p4` are None for a flat (untiered) compartment."""
+    """One `<compartment>`; `p1..p4` are None for a flat (untiered) compartment. A lean one (`lean`: p2 without
+    p1, the format a model is asked for) has p1 None, and p4 None unless given, until `tiers.fill` adds them."""
 
     start: int
     end: int
@@ -60,6 +61,10 @@ class ParsedCompartment:
     @property
     def tiered(self) -> bool:
         return bool(self.p1)
+
+    @property
+    def lean(self) -> bool:
+        return not self.p1 and bool(self.p2)
 
 
 @record(frozen=True)
@@ -161,12 +166,16 @@ def _compartment(attrs_text: str, inner: str, closed: bool, out: ParsedOutput) -
         "episode_type": unescape_xml(episode) if episode is not None else None,
         "closed": closed,
     }
-    p1 = extract_tier(inner, 1)
+    p1, p2 = extract_tier(inner, 1), extract_tier(inner, 2)
     if p1:
-        p2, p3, p4 = extract_tier(inner, 2), extract_tier(inner, 3), extract_tier(inner, 4)
+        p3, p4 = extract_tier(inner, 3), extract_tier(inner, 4)
         p2 = p1 if p2 is None else p2
         p3 = p2 if p3 is None else p3
         return ParsedCompartment(content=p1, p1=p1, p2=p2, p3=p3, p4=p4 or "", **common)
+    if p2:  # the lean answer a model is asked for: p1 and p4 (None here) are written by code (`tiers.fill`)
+        p3 = extract_tier(inner, 3)
+        return ParsedCompartment(content=p2, p2=p2, p3=p2 if p3 is None else p3, p4=extract_tier(inner, 4),
+                                 **common)
     flat = unescape_xml(inner.strip())
     if not flat:
         out.warnings.append(f"skipped empty compartment {start}-{end}")

@@ -4,7 +4,8 @@ words), the user prompt around the chunk, and the one repair prompt. Stdlib only
 The user prompt carries `<session_references>` (this session's last ≤ 6 compartments by title, the newest
 also condensed, so the new ones continue the story instead of repeating it), `<project_memory>` (stored
 facts, so known facts are not emitted again) and `<new_messages>` (the chunk text from `chunk.build_chunk`).
-The system prompt asks for `<meta>` only when the answer stops before the chunk's end.
+The system prompt asks for `<meta>` only when the answer stops before the chunk's end, and for each compartment's
+title, importance, episode type, p2 and p3 only: p1's record and p4's anchors are written by code (`tiers`).
 """
 
 from __future__ import annotations
@@ -34,11 +35,8 @@ Answer with this XML only:
 <output>
 <compartments>
 <compartment start="FIRST" end="LAST" title="names the work" episode_type="feature" importance="50">
-<p1>detailed: the person's requests (verbatim when short), files read and edited, commands and outcomes,
-commits, errors and fixes, decisions and reasons</p1>
-<p2>condensed: request, key files and commits, outcome</p2>
+<p2>what was asked, done and decided, and why; key files and commits; the outcome</p2>
 <p3>one or two sentences: outcome and key decision</p3>
-<p4>anchors only: commit hashes, key names, or empty as <p4/></p4>
 </compartment>
 </compartments>
 <facts>
@@ -54,7 +52,9 @@ Rules:
 - Never end one between a tool call and its result. If the slice ends mid-way through a piece of work,
   you may stop before it and add <meta><unprocessed_from>N</unprocessed_from></meta>, N the first message
   left out (it is read again later); otherwise omit <meta>.
-- All four tiers, in order; each tier holds a subset of the one before.
+- Code adds each compartment's detailed record (every request verbatim, files, commands, errors, commits)
+  and its anchors from the messages themselves: write no p1 or p4; p2 says what the record cannot
+  (intent, decisions, reasons, what worked), p3 a subset of p2.
 - episode_type: comma-separated from bug, feature, release, refactor, infra, design, investigation, docs.
 - importance 1-100 (how slowly it fades): 85+ lasting invariants, 60-84 months, 30-59 weeks, 10-29 days,
   1-9 noise; edits, commits and decisions above browsing and chatter.

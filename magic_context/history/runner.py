@@ -400,6 +400,10 @@ def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, confi
         return result
     winner = next(a for a in reversed(attempts) if a.ok)
     result.attempts, result.provider = attempts, winner.provider
+    from magic_context.history import extractive, tiers
+
+    # p1's record and p4's anchors are code's (a model is asked only for the rest); a model's p1 leads with its p2
+    validated = tiers.fill(validated, the_chunk, narrative=winner.provider != extractive.NAME)
     if not acquire_lease(conn, session_pk, holder, now, config.historian.timeout_ms):  # still ours?
         result.status, result.reason = STALE, "lost the lease before publishing"
         return result

@@ -3,7 +3,8 @@
 Steps, in order: (1) at least one compartment; (2) heal gaps that lie wholly in tool-only
 ordinals by extending the previous compartment (narrative gaps are rejected); (3) extend the last
 compartment so its end never splits a completed tool call/result arc; (4) every compartment has a
-non-empty p1, start ≤ end, lies inside the chunk and starts exactly where the previous one ended;
+non-empty p1 or is lean (p2 and p3 only: code adds p1 and p4, `tiers.fill`), start ≤ end, lies inside
+the chunk and starts exactly where the previous one ended;
 (5) `<unprocessed_from>` is chunk_end + 1 or the next uncovered ordinal; (6) keep the first primer;
 (7) discard the last compartment when it had ≤ 2 messages of lookahead (re-read next run).
 A failure raises `HistorianValidationError`, whose message is written to go back to the model
@@ -133,9 +134,9 @@ def _check_ranges(comps: list[ParsedCompartment], chunk_start: int, chunk_end: i
     expected = chunk_start
     for index, c in enumerate(comps, 1):
         where = f"compartment {index} ({c.start}-{c.end})"
-        if not (c.p1 or "").strip():
-            raise _fail(f"{where} is missing the tiered paraphrase structure (p1..p4); "
-                        "re-emit it with all four tiers <p1>…</p1><p2>…</p2><p3>…</p3><p4>…</p4>", "missing_p1")
+        if not (c.p1 or "").strip() and not c.lean:
+            raise _fail(f"{where} is missing the tiered paraphrase structure; re-emit it with its tiers "
+                        "<p2>…</p2><p3>…</p3>", "missing_p1")
         if c.end < c.start:
             raise _fail(f"{where} has an invalid range: end is before start", "invalid_range")
         if c.start < chunk_start or c.end > chunk_end:

@@ -318,7 +318,8 @@ def _bill_historian(run: StrategyRun, state: dict[str, Any] | None, seen: Any, a
                     price: cost.Pricing) -> Any:
     """Bill the historian run `state` records (once: `seen` is the last run billed). Model calls cost the
     model's price, uncached; the extractive historian costs 0. Every call is also priced as if the
-    replayed model (`price`) had made it: the "model-priced historian" figure."""
+    replayed model (`price`) had made it: the "model-priced historian" figure (the extractive answer is in the
+    lean format a model is asked for — titles, p2, p3 — since code writes p1 and p4 for both, `history.tiers`)."""
     if not state or state.get("last_run_at") == seen:
         return seen
     for call in state.get("last_calls") or []:
