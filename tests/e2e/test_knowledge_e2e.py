@@ -56,10 +56,11 @@ FINAL = "Noted: FAKE-PROVIDER-FINAL-ANSWER"
 
 
 def long_answer() -> str:
-    """~13k tokens of hex rows: the first run's answer, longer than any window's protected raw tail here."""
+    """~13k tokens of hex rows: the first run's answer, longer than any window's protected raw tail here. No
+    spaces in the rows: the fake streams one event per space-separated piece, so this is a handful of events."""
     import hashlib
 
-    rows = [f"{i:04d} " + " ".join(hashlib.sha1(f"{i}-{j}".encode()).hexdigest()[:8] for j in range(8))
+    rows = ["|".join([f"{i:04d}", *(hashlib.sha1(f"{i}-{j}".encode()).hexdigest()[:8] for j in range(8))])
             for i in range(270)]
     return "Here is the table:\n" + "\n".join(rows) + "\n" + FINAL
 
