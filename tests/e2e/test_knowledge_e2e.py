@@ -289,3 +289,10 @@ def test_knowledge_layer_reaches_the_client(name, project, env, fake_provider):
                  f"{hit['ordinal_start']}-{hit['ordinal_end']}", env=env)
     assert shown.returncode == 0, shown.stderr
     assert PROBE_LINE in shown.stdout, shown.stdout[:2000]
+
+    # The memories this session's head shows are in that agent's context: the session's search hides them, a
+    # person's project-wide search (no head) finds them.
+    query = ["search", "lint-frobnitz", "--source", "memory"]
+    assert mc_json(*query, "--session", session_id, "--harness", client.harness, env=env)["results"] == []
+    found = mc_json(*query, "--project", str(project), env=env)["results"]
+    assert [(r["source"], r["id"], r["snippet"]) for r in found] == [("memory", 1, MEMORY_BEFORE)], found
