@@ -238,6 +238,7 @@ def test_knowledge_layer_reaches_the_client(name, project, env, fake_provider):
         status = mc_json("status", "--latest", env=env)
         assert (status["session"]["harness"], status["session"]["session_id"]) == (client.harness, session_id)
         assert status["session"]["project_dir"] == str(project)
+        assert status["context"]["limit_tokens"] == client.window  # the window the fold below is measured against
         assert status["compartments"] == []
 
         # 2. A memory and a note for that session; the next run's first pass folds the first turn and busts.
