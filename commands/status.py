@@ -95,6 +95,10 @@ def _render(data: dict) -> None:
                 line += "; embeddings local not installed (FTS only)"
             elif embedding.get("provider"):
                 line += f"; embeddings {embedding['provider']} ({embedding.get('model') or 'no model set'})"
+                if embedding.get("min_similarity"):
+                    from magic_context.search.lanes import floors_text
+
+                    line += "; " + floors_text(embedding["min_similarity"], embedding.get("min_similarity_from", ""))
             failure = search.get("last_embedding_failure")
             if failure:
                 line += f" — embeddings failing, FTS only: {failure.get('message')}"

@@ -101,11 +101,17 @@ def _search(conn: sqlite3.Connection, session_pk: int, project_dir: str | None) 
     from magic_context.config.load import load_config
     from magic_context.search.embed import LOCAL_MODEL
     from magic_context.search.indexer import describe
+    from magic_context.search.lanes import effective_floors
 
     out = describe(conn, session_pk)
     section = load_config(Path(project_dir) if project_dir else None).config.embedding
     model = section.model or (LOCAL_MODEL if section.provider == "local" else None)
     out["embedding"] = {"provider": section.provider, "model": None if section.provider == "off" else model}
+    floors = effective_floors(section.provider, section.min_similarity)
+    if floors is not None:  # what a hit found by its vector alone needs, and whether the user's setting decides it
+        out["embedding"]["min_similarity"] = floors
+        out["embedding"]["min_similarity_from"] = ("embedding.min_similarity" if section.min_similarity is not None
+                                                   else "default")
     if section.provider == "local":
         from importlib.util import find_spec
 

@@ -113,6 +113,7 @@ CASES: list[tuple[str, Any, Any, bool]] = [
     ("embedding.model", None, "evil", REJECT),
     ("embedding.api_key_env", None, "AWS_SECRET_ACCESS_KEY", REJECT),
     ("embedding.max_input_tokens", None, 64, REJECT),
+    ("embedding.min_similarity", None, 0.95, REJECT),  # the scale is the user's model's: a repository cannot know it
     ("historian.provider", None, "command", REJECT),
     ("historian.fallback", None, ["command"], REJECT),
     ("historian.timeout_ms", None, 999_999_999_999, REJECT),

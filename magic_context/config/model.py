@@ -74,6 +74,10 @@ class Embedding(_Section):
     model: str | None = None
     api_key_env: str | None = None
     max_input_tokens: int = Field(512, ge=16)
+    # The least cosine a search hit found by its vector alone (match = semantic) needs, in every lane. Unset: the
+    # provider's default (the local model's calibrated floors, `search.lanes.LOCAL_SEMANTIC_ONLY_FLOOR`; 0.2 for
+    # openai-compatible, whose model's cosine scale mc cannot know).
+    min_similarity: float | None = Field(None, ge=-1, le=1, allow_inf_nan=False)
 
 
 class HttpProvider(_Section):

@@ -70,6 +70,7 @@ POLICY: Final[dict[str, str]] = {
     "embedding.model": USER_ONLY,
     "embedding.api_key_env": USER_ONLY,  # which secret is read
     "embedding.max_input_tokens": USER_ONLY,  # must match the user's embedding model
+    "embedding.min_similarity": USER_ONLY,  # a cosine scale is the user's embedding model's, unknown to a repository
     "historian.provider": USER_ONLY,  # where the session is sent
     "historian.fallback": USER_ONLY,
     "historian.timeout_ms": LOWER_ONLY,  # a long timeout keeps a crashed historian's lease for ever

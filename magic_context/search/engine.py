@@ -169,7 +169,7 @@ def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], proj
         project_id=project_id if "memory" in chosen else None) \
         if wants_vector else (None, None, None)
     q = Query(text, st.probes(text), st.sanitize(text), st.any_words(text), vector, model_id, message_vector,
-              since_ms, until_ms)
+              since_ms, until_ms, min_similarity=config.embedding.min_similarity if config is not None else None)
     tier = max(3 * limit, 10)
     merged: list[Hit] = []
     if "memory" in chosen and project_id:

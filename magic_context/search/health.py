@@ -48,7 +48,11 @@ def probe(config: Any) -> tuple[Status, str]:
     except (MCError, ImportError, OSError, ValueError) as exc:
         text = exc.one_line() if isinstance(exc, MCError) else str(exc)
         return Status.WARN, f"{provider}: {text}; search falls back to FTS only"
-    return Status.OK, f"{provider} ({embedder.model}): {vector.shape[1]} dimensions"
+    from magic_context.search.lanes import effective_floors, floors_text
+
+    floors = effective_floors(provider, config.embedding.min_similarity) or {}
+    source = "embedding.min_similarity" if config.embedding.min_similarity is not None else "default"
+    return Status.OK, f"{provider} ({embedder.model}): {vector.shape[1]} dimensions; {floors_text(floors, source)}"
 
 
 __all__ = ["last_failure_readonly", "probe"]

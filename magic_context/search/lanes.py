@@ -56,6 +56,7 @@ class Query:
     message_vector: Any = None  # the query vector as message vectors are stored (see Embedder.message_view)
     since_ms: int | None = None
     until_ms: int | None = None
+    min_similarity: float | None = None  # `embedding.min_similarity`: the semantic-only floor of every lane when set
 
     def in_dates(self, at_ms: int | None) -> bool:
         if at_ms is None:
@@ -146,7 +147,7 @@ def messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, l
         inside = [items[("m", o)] for o in best if a <= o <= b]
         items[("c", hit.id)] = COMPARTMENT_RRF_WEIGHT / (RRF_K + rank) + AGREEMENT_WEIGHT * max(inside, default=0.0)
     order = sorted(items, key=lambda k: (-items[k], k[1] if k[0] == "m" else by_id[k[1]].ordinal_start))[:fetch_n]
-    floor = semantic_only_floor(q.model_id, "msgblock")
+    floor = semantic_only_floor(q.model_id, "msgblock", q.min_similarity)
     out: list[Hit] = []
     for key, score in zip(order, decay(len(order)), strict=True):
         if key[0] == "c":
@@ -158,7 +159,8 @@ def messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, l
         if o not in lexical and semantic.get(o, 1.0) < floor:
             continue  # found by its vector alone, and no nearer than noise: dropped after ranking (scores kept)
         out.append(Hit("message", f"{session_pk}:{o}", score, _match(o in lexical, o in semantic), rows[o]["text"],
-                       session_pk, max(0, o - 3), min(cutoff, o + 3), o, rows[o]["role"], at_ms=rows[o]["at_ms"]))
+                       session_pk, max(0, o - 3), min(cutoff, o + 3), o, rows[o]["role"], at_ms=rows[o]["at_ms"],
+                       extra=_cosine(semantic.get(o))))
     return out
 
 
@@ -187,17 +189,47 @@ MIN_MESSAGE_COSINE: Final = 0.2  # below this a static model's cosine is noise (
 # tuning questions' top 10); memories at 0.3, the 99th percentile among 100–300 of the sessions' short messages
 # embedded as memories are (the bench projects hold 2 memories each). Those queries' mean hits 4.16 -> 0.08; no tuning
 # question's first correct hit is semantic-only, so recall and MRR did not move (held-out: the same). Other providers'
-# cosines live on other scales (an e5 model's all fall in 0.75–0.9): they keep `MIN_MESSAGE_COSINE`, uncalibrated.
+# cosines live on other scales (an e5 model's all fall in 0.75–0.9): they keep `MIN_MESSAGE_COSINE`, uncalibrated,
+# unless the user sets `embedding.min_similarity` — one number for every lane, since such a model's message,
+# compartment and memory vectors are one vector space (the local model's differ only because messages use a
+# 128-dim int8 view of it). Set below `MIN_MESSAGE_COSINE`, it lowers the message lane's candidate cut too.
 LOCAL_SEMANTIC_ONLY_FLOOR: Final = {"msgblock": 0.4, "compartment": 0.2, "memory": 0.3}
+FLOOR_LANES: Final = {"message": "msgblock", "compartment": "compartment", "memory": "memory"}
 
 
-def semantic_only_floor(model_id: str | None, kind: str) -> float:
-    """The least cosine a semantic-only hit of this vector kind needs under `model_id` (see the constants above)."""
+def semantic_only_floor(model_id: str | None, kind: str, configured: float | None = None) -> float:
+    """The least cosine a semantic-only hit of this vector kind needs under `model_id`: `configured`
+    (`embedding.min_similarity`) when set, else the provider's default (see the constants above)."""
+    if configured is not None:
+        return configured
     from magic_context.search import embed
 
     if model_id is not None and model_id == embed.model_id("local", embed.LOCAL_MODEL):
         return LOCAL_SEMANTIC_ONLY_FLOOR[kind]
     return MIN_MESSAGE_COSINE
+
+
+def effective_floors(provider: str, configured: float | None) -> dict[str, float] | None:
+    """lane → the semantic-only floor search applies under this provider (None when embeddings are off): what
+    `mc status` and `mc doctor` show."""
+    if provider == "off":
+        return None
+    from magic_context.search import embed
+
+    model = embed.model_id("local", embed.LOCAL_MODEL) if provider == "local" else None
+    return {lane: semantic_only_floor(model, kind, configured) for lane, kind in FLOOR_LANES.items()}
+
+
+def floors_text(floors: dict[str, float], source: str) -> str:
+    """One line for people: 'semantic-only hits need cosine >= 0.4 message, 0.2 compartment, 0.3 memory (default)'."""
+    values = set(floors.values())
+    shown = f"{values.pop():g}" if len(values) == 1 else ", ".join(f"{v:g} {lane}" for lane, v in floors.items())
+    return f"semantic-only hits need cosine >= {shown} ({source})"
+
+
+def _cosine(value: float | None) -> dict[str, Any]:
+    """A hit's query cosine for `--json` (hits the vectors found): what to look at to choose `min_similarity`."""
+    return {} if value is None else {"cosine": round(value, 4)}
 
 
 LOOSE_DF_FLOOR: Final = 1000
@@ -222,7 +254,9 @@ def _match(lexical: bool, semantic: bool) -> str:
 def _semantic_messages(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: int, n: int,
                        ) -> list[tuple[int, float]]:
     """(ordinal, cosine) of the `n` folded messages nearest the query, best first (one matrix product over the
-    session's memory-mapped message vectors, see search/vectorfile.py)."""
+    session's memory-mapped message vectors, see search/vectorfile.py); none below `MIN_MESSAGE_COSINE`, or below
+    `embedding.min_similarity` when that is lower (never at 0 or less: compartments and memories clamp to 0 and
+    drop a 0 score, so no lane shows a hit whose vector is unrelated or opposite)."""
     import numpy as np
 
     from magic_context.search import vectorfile
@@ -232,7 +266,8 @@ def _semantic_messages(conn: sqlite3.Connection, session_pk: int, q: Query, cuto
         return []
     ordinals = matrix["ref"]
     scores = vectorfile.cosines(matrix, q.message_vector)
-    keep = np.flatnonzero((ordinals <= cutoff) & (scores >= MIN_MESSAGE_COSINE))
+    least = MIN_MESSAGE_COSINE if q.min_similarity is None else min(MIN_MESSAGE_COSINE, q.min_similarity)
+    keep = np.flatnonzero((ordinals <= cutoff) & (scores >= least) & (scores > 0))  # > 0: as the other lanes
     top = keep[np.argsort(-scores[keep], kind="stable")[:n]]
     return [(int(ordinals[i]), float(scores[i])) for i in top]
 
@@ -253,7 +288,7 @@ def compartments(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: in
     for found in idx.compartments(conn, session_pk, missing):
         rows[found["id"]] = found
     hits: list[Hit] = []
-    floor = semantic_only_floor(q.model_id, "compartment")
+    floor = semantic_only_floor(q.model_id, "compartment", q.min_similarity)
     for cid in set(fts) | set(sem):
         row = rows.get(cid)
         if row is None or row["end_ordinal"] > cutoff or not q.in_dates(row["at_ms"]):
@@ -273,7 +308,8 @@ def compartments(conn: sqlite3.Connection, session_pk: int, q: Query, cutoff: in
         snippet = s[3] if s is not None and s[3] else row["content"] or row["title"]
         hits.append(Hit("compartment", int(cid), score, match, snippet, session_pk, start, end, title=row["title"],
                         at_ms=row["at_ms"], extra={"compartment_start": row["start_ordinal"],
-                                                   "compartment_end": row["end_ordinal"]}))
+                                                   "compartment_end": row["end_ordinal"],
+                                                   **_cosine(s[0] if s is not None else None)}))
     hits.sort(key=lambda h: (-h.score, h.ordinal_start or 0))
     return hits[: 3 * limit]
 
@@ -327,7 +363,7 @@ def memories(conn: sqlite3.Connection, project_id: str, q: Query, limit: int, *,
     for row in idx.memories(conn, project_id, now_ms, missing):
         rows[row["id"]] = row
     hits: list[Hit] = []
-    floor = semantic_only_floor(q.model_id, "memory")
+    floor = semantic_only_floor(q.model_id, "memory", q.min_similarity)
     for mid, row in rows.items():
         if mid in hidden or not q.in_dates(row["updated_at"]):
             continue
@@ -342,7 +378,7 @@ def memories(conn: sqlite3.Connection, project_id: str, q: Query, limit: int, *,
             score, match = SINGLE_SOURCE_PENALTY * (f or 0.0), "fts"
         if score > 0:
             hits.append(Hit("memory", int(mid), score, match, row["content"], category=row["category"],
-                            at_ms=row["updated_at"]))
+                            at_ms=row["updated_at"], extra=_cosine(s)))
     hits.sort(key=lambda h: (-h.score, h.id))
     return hits[: max(3 * limit, 10)]
 
@@ -392,4 +428,5 @@ def _anchor(row: Any) -> int | None:
     return row["anchor_ordinal"] if "anchor_ordinal" in row.keys() else None  # noqa: SIM118 - Row `in` tests values
 
 
-__all__ = ["Hit", "Query", "commits", "compartments", "decay", "memories", "messages", "notes", "reach_back"]
+__all__ = ["Hit", "Query", "commits", "compartments", "decay", "effective_floors", "floors_text", "memories",
+           "messages", "notes", "reach_back", "semantic_only_floor"]
