@@ -1425,10 +1425,11 @@ def test_the_notes_nudge_counts_this_sessions_and_its_projects_notes_and_only_a_
             publish.set_state(conn, pk, publish.NOTE_TRIGGER_KEY, NOW + 1, NOW + 1)  # a historian publish
     finally:
         conn.close()
-    serve(dict(envelope([U1], NOW + 1000), session_id="noted", agent="subagent"))
     history = [U1, A2, U2]
+    out, _, _ = serve(dict(envelope(history, NOW + 1000), session_id="noted", agent="subagent"))
+    assert out["messages"][-1]["content"] == "§3§ thanks"  # a new user message, but not a primary pass
     out, _, _ = serve(dict(envelope(history, NOW + 2000), session_id="noted"))  # the trigger is first seen here
-    assert out["messages"][-1]["content"] == "§3§ thanks"
+    assert out["messages"][-1]["content"] == "§3§ thanks"  # that message already went out (the subagent's pass)
     history += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "and now?"}]
     out, _, _ = serve(dict(envelope(history, NOW + 3000), session_id="noted"))
     assert out["messages"][-1]["content"] == "§5§ and now?" + notes.nudge_text(0, 1)

@@ -86,7 +86,7 @@ def test_step_fires_once_on_a_new_user_message_after_the_trigger(conn: sqlite3.C
     assert step(turn("u1", "a1"), NOW) == ""  # the newest message is not a user message
     assert step([], NOW) == ""
     assert step(turn("u1", "a1", "u2"), NOW) == note_nudge.text(1, 0)
-    assert state.get(note_nudge.STATE_KEY) == {"trigger": 100, "user": "u1", "handled": 100, "delivered_at": NOW}
+    assert state.get(note_nudge.STATE_KEY) == {"trigger": 100, "user": "u2", "handled": 100, "delivered_at": NOW}
     assert not note_nudge.pending(state)
 
 
@@ -97,15 +97,33 @@ def test_step_waits_out_the_cooldown_and_skips_when_nothing_to_read(conn: sqlite
     state = SessionState(pk, {note_nudge.TRIGGER_KEY: 200,
                               note_nudge.STATE_KEY: {"trigger": 200, "user": "u1", "delivered_at": last}})
 
-    def step(now: int) -> str:
-        return note_nudge.step(conn, state, turn("u1", "a1", "u2"), sites=[], messages=[], session_pk=pk,
-                               project_id=PID, now_ms=now)
+    def step(now: int, *ids: str) -> str:
+        return note_nudge.step(conn, state, turn(*ids), sites=[], messages=[], session_pk=pk, project_id=PID,
+                               now_ms=now)
 
-    assert step(NOW) == ""  # 15 minutes less 1 ms since the last one
-    assert "handled" not in state.get(note_nudge.STATE_KEY)
+    assert step(NOW, "u1", "a1", "u2") == ""  # 15 minutes less 1 ms since the last one
+    assert state.get(note_nudge.STATE_KEY) == {"trigger": 200, "user": "u2", "delivered_at": last}  # u2 went out bare
+    assert step(NOW + 1, "u1", "a1", "u2") == ""  # the cooldown is over, but u2 was sent (and cached) without it
+    assert step(NOW + 1, "u1", "a1", "u2", "a2", "u3") == note_nudge.text(1, 0)
+    state = SessionState(pk, {note_nudge.TRIGGER_KEY: 200,
+                              note_nudge.STATE_KEY: {"trigger": 200, "user": "u1", "delivered_at": last}})
     notes.dismiss(conn, note["id"])
-    assert step(NOW + 1) == ""  # the cooldown is over, but there is nothing to read
-    assert state.get(note_nudge.STATE_KEY) == {"trigger": 200, "user": "u1", "delivered_at": last, "handled": 200}
+    assert step(NOW + 1, "u1", "a1", "u2") == ""  # the cooldown is over, but there is nothing to read
+    assert state.get(note_nudge.STATE_KEY) == {"trigger": 200, "user": "u2", "delivered_at": last, "handled": 200}
+
+
+def test_step_takes_a_tool_result_for_no_user_message(conn: sqlite3.Connection) -> None:
+    """Anthropic's tool results travel in user-role messages: not one the person sent, so no nudge lands there."""
+    pk = session(conn)
+    notes.add(conn, "look again", project_id=PID, session_pk=pk, now_ms=NOW)
+    state = SessionState(pk, {note_nudge.TRIGGER_KEY: 1, note_nudge.STATE_KEY: {"trigger": 1, "user": "u1"}})
+    result = m.Message("u2", m.USER, [m.Block(m.TOOL_RESULT, text="ok", tool_id="c1", key="p0"),
+                                      m.Block(m.TEXT, text="<system-reminder>", key="p1")])
+    assert note_nudge.step(conn, state, [*turn("u1", "a1"), result], sites=[], messages=[], session_pk=pk,
+                           project_id=PID, now_ms=NOW) == ""
+    assert note_nudge.pending(state)
+    assert note_nudge.step(conn, state, [*turn("u1", "a1"), result, *turn("a2", "u3")], sites=[], messages=[],
+                           session_pk=pk, project_id=PID, now_ms=NOW) == note_nudge.text(1, 0)
 
 
 def test_step_without_an_earlier_delivery_has_no_cooldown(conn: sqlite3.Connection) -> None:

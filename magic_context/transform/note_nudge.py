@@ -1,13 +1,15 @@
 """The deferred-notes nudge (reference §2.3): a one-line count, never note text, after a trigger.
 
 A trigger (the historian published: `history.publish` sets `note_trigger_at`; or this pass's new
-messages show a commit or a todo list with every item done: `detect`) is first seen on a
-pass, which records the newest user message; the nudge goes out on a later pass whose newest message
-is a *new* user message (the one current at trigger time is already cached), at most once per
-`COOLDOWN_MS`, only when there are active notes or ready smart notes, and not while the agent has
-already read them (`read_since_change`). It is appended to that message and replayed from its anchor
-like the ctx_reduce nudges. A pass without a pending trigger pays one dict lookup; a pass with new
-messages scans only those. Stdlib only.
+messages show a commit or a todo list with every item done: `detect`) is first seen on a pass. The
+nudge goes out on the first pass whose newest message is a *new* user message — one the person sent,
+not a tool result (Anthropic's tool results are user-role messages) — which no provider has cached: on
+the pass that first sees the trigger, a user message mc first stored on that very pass after the
+trigger (`fresh`); later, any user message other than the one recorded as sent without it. At most
+once per `COOLDOWN_MS`, only when there are active notes or ready smart notes, and not while the agent
+has already read them (`read_since_change`). It is appended to that message and replayed from its
+anchor like the ctx_reduce nudges. A pass without a pending trigger pays one dict lookup; a pass with
+new messages scans only those. Stdlib only.
 """
 
 from __future__ import annotations
@@ -137,32 +139,62 @@ def pending(state: SessionState) -> bool:
     return bool(trigger) and trigger != (state.get(STATE_KEY) or {}).get("handled")
 
 
+def fresh(conn: sqlite3.Connection, session_pk: int, ordinal: int, *, trigger: int, now_ms: int) -> bool:
+    """Whether the message at `ordinal` may carry the nudge on the pass that first sees a trigger stamped `trigger`:
+    mc first stored it (`raw.first_seen`, pass clock) on this pass (`now_ms`) and after the trigger.
+
+    After, strictly: a trigger `detect` finds is stamped with its own pass's clock, and an inline historian
+    publishes with the clock of the pass that ran it, so that pass's user message, already being sent without the
+    nudge, counts as current at trigger time. This pass: a background historian stamps its publish with the time
+    its run started, so a message stored after that stamp by a pass the run overlapped was sent without the
+    nudge too (the trigger was not visible yet); it is cached now.
+    """
+    from magic_context.store import raw as raw_store
+
+    seen = raw_store.first_seen(conn, session_pk, ordinal)
+    return seen is not None and trigger < seen and seen >= now_ms
+
+
+def _user_turn(kept: list[m.Message]) -> m.Message | None:
+    """The newest message when it is one the person sent (a user message carrying no tool result), else None."""
+    newest = next((msg for msg in reversed(kept) if not msg.synthetic), None)
+    if newest is None or newest.role != m.USER or any(b.kind == m.TOOL_RESULT for b in newest.blocks):
+        return None
+    return newest
+
+
 def step(conn: sqlite3.Connection, state: SessionState, kept: list[m.Message], *, sites: list[Site],
          messages: list[m.Message], session_pk: int, project_id: str | None, now_ms: int) -> str:
     """Advance a pending trigger; the nudge text to fire on the newest message now, or "".
 
     `sites` are this pass's tags over `messages` (the served history before drops), with their drop decisions.
-    While the agent still sees a read newer than every note change the trigger stays pending: the nudge goes
-    out on a later new user message once that read was dropped or folded away, or a note changed after it.
+    The user message each pass sends without the nudge is recorded (`user`) so that a later pass re-sending it
+    (a retry) never appends to it. While the agent still sees a read newer than every note change the trigger
+    stays pending: the nudge goes out on a later new user message once that read was dropped or folded away, or
+    a note changed after it.
     """
     from magic_context.store import notes as note_store
 
     trigger = state.get(TRIGGER_KEY)
     nudge: dict[str, Any] = dict(state.get(STATE_KEY) or {})
-    newest = next((msg for msg in reversed(kept) if not msg.synthetic), None)
-    user_id = newest.id if newest is not None and newest.role == m.USER else None
-    if nudge.get("trigger") != trigger:  # first sight: the current user message is already cache-frozen
+    newest = _user_turn(kept)
+    user_id = newest.id if newest is not None else None
+    if nudge.get("trigger") != trigger:  # first sight: the newest user message may already be cached
         nudge.update(trigger=trigger, user=user_id)
         state.set(STATE_KEY, nudge)
+        if newest is None or not fresh(conn, session_pk, newest.ordinal, trigger=int(trigger), now_ms=now_ms):
+            return ""
+    elif user_id is None or user_id == nudge.get("user"):
         return ""
-    if user_id is None or user_id == nudge.get("user"):
-        return ""
+    nudge["user"] = user_id  # sent now, with the nudge or (held back below) without it
     if now_ms - int(nudge.get("delivered_at", -COOLDOWN_MS)) < COOLDOWN_MS:
+        state.set(STATE_KEY, nudge)
         return ""
     counts = note_store.counts(conn, session_pk, project_id)
     out = text(counts["active"], counts["ready"])
     if out and read_since_change(conn, sites, messages, session_pk=session_pk, project_id=project_id):
-        return ""  # already read: stays pending (nothing is stored)
+        state.set(STATE_KEY, nudge)
+        return ""  # already read: stays pending (not handled)
     nudge["handled"] = trigger
     if out:
         nudge["delivered_at"] = now_ms
@@ -170,5 +202,5 @@ def step(conn: sqlite3.Connection, state: SessionState, kept: list[m.Message], *
     return out
 
 
-__all__ = ["COOLDOWN_MS", "NOTE_TOOL", "SHOWN", "STATE_KEY", "TODOS_DONE", "TRIGGER_KEY", "detect", "is_note_tool",
-           "is_read", "pending", "read_since_change", "step", "text", "visible_read"]
+__all__ = ["COOLDOWN_MS", "NOTE_TOOL", "SHOWN", "STATE_KEY", "TODOS_DONE", "TRIGGER_KEY", "detect", "fresh",
+           "is_note_tool", "is_read", "pending", "read_since_change", "step", "text", "visible_read"]
