@@ -272,6 +272,9 @@ def test_quote_leaves_ordinary_messages_as_they_were() -> None:
     assert wording.quote(RULE, 300) == chunk.clip(RULE, 300)  # nothing but chrome: kept as it is
     early = "TypeError: Unknown swatch: mutedTeal\n" + "    at resolveSwatch (src/palette/load.ts:88:15)\n" * 12
     assert wording.quote(early, 160) == chunk.clip(" ".join(early.split()), 160)  # the error is in the head already
+    cut = "npx tsx src/cli.ts -c\nnode:fs:443\nError: ENOENT: no such file or directory, open '/srv/x/package.json'"
+    assert wording.quote(cut, 80) == chunk.clip(" ".join(cut.split()), 80)  # the head shows the error's opening
+    assert wording.quote(cut, 60) == "npx tsx src/cli.ts -c node:fs:443 Error: ENOENT: no…"  # too little: moved, once
 
 
 def test_episode_line_quotes_a_pasted_crash_by_its_error() -> None:
