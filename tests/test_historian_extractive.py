@@ -210,3 +210,80 @@ def test_closing_words_keep_the_finding_before_an_announced_next_step() -> None:
                        'A: "It\'s not exported as a type."')
     assert comp.p2 == ('U: "why does the build fail on the theme types?". Edited src/theme.ts. '
                        "Outcome: It's not exported as a type.")
+
+
+RULE = "─" * 85
+CRASH_PASTE = "\n".join([
+    "i switched the palette while you were building and the whole thing crashed, that must never happen.",
+    "",
+    " ⠼ Building... (esc to interrupt)                                                    ",
+    "",
+    RULE,
+    "  solarized                       (current)",
+    "→ gruvbox",
+    "  monokai",
+    RULE,
+    "~/code/termapp",
+    "↑1.2k ↓40k R1203k W88k 12.41 61.0%                                   some-model-name",
+    "/home/dev/code/termapp/src/palette/load.ts:88",
+    "        throw new TypeError(`Unknown swatch: ${name}`);",
+    "        ^",
+    "",
+    "TypeError: Unknown swatch: mutedTeal",
+    "    at resolveSwatch (/home/dev/code/termapp/src/palette/load.ts:88:15)",
+    "    at buildPalette (/home/dev/code/termapp/src/palette/load.ts:120:22)",
+    "    at PaletteList.onPreview (/home/dev/code/termapp/src/ui/palette-list.ts:41:7)",
+    "",
+    "Node.js v22.1.0",
+])
+
+
+def test_chrome_lines() -> None:
+    assert wording.chrome(RULE) and wording.chrome("╭" + "─" * 30 + "╮")
+    assert wording.chrome(" ⠼ Building... (esc to interrupt)   ")  # a spinner's status line
+    assert wording.chrome("████████████░░░░░░░░ 61%")  # a progress bar
+    assert wording.chrome("\x1b[2m" + "─" * 40 + "\x1b[0m")  # a coloured rule
+    assert not wording.chrome("│ name  │ value │")  # a table row keeps its words
+    assert not wording.chrome("→ gruvbox") and not wording.chrome("TypeError: Unknown swatch: mutedTeal")
+    assert not wording.chrome("") and not wording.chrome("   ")
+
+
+def test_quote_of_a_pasted_crash_keeps_its_error_line_within_the_budget() -> None:
+    old = chunk.clip(" ".join(CRASH_PASTE.split()), extractive.PROMPT_CHARS)  # the quote before: chrome, no error
+    assert "─" * 20 in old and "mutedTeal" not in old
+    for limit in (extractive.PROMPT_CHARS, 160):
+        quoted = wording.quote(CRASH_PASTE, limit)
+        assert len(quoted) <= limit + 1  # the budget of a plain clip (`…` included)
+        assert quoted.startswith("i switched the palette while you were building")  # the person's words first
+        assert quoted.endswith("… TypeError: Unknown swatch: mutedTeal")  # the exception, not the `throw` line
+        assert "─" not in quoted and "⠼" not in quoted and "Building..." not in quoted
+    trace = "\n".join(["the importer dies on the sample file:", "Traceback (most recent call last):",
+                       *[f'  File "/srv/app/step{i}.py", line {i}, in run' for i in range(12)],
+                       "KeyError: 'checksum'"])
+    assert wording.quote(trace, 160).endswith("… KeyError: 'checksum'")  # Python: the exception, not the header
+
+
+def test_quote_leaves_ordinary_messages_as_they_were() -> None:
+    request = "please refactor the loader so that it reads the palette once.\n\nthen run the tests " * 6
+    assert wording.quote(request, 300) == chunk.clip(" ".join(request.split()), 300)  # no error line: a plain clip
+    short = "fix the TypeError in src/load.ts"
+    assert wording.quote(short, 300) == short  # fits: verbatim
+    assert wording.quote("see '/tmp/shot.png' please", 300) == "see [image] please"
+    assert wording.quote(RULE, 300) == chunk.clip(RULE, 300)  # nothing but chrome: kept as it is
+    early = "TypeError: Unknown swatch: mutedTeal\n" + "    at resolveSwatch (src/palette/load.ts:88:15)\n" * 12
+    assert wording.quote(early, 160) == chunk.clip(" ".join(early.split()), 160)  # the error is in the head already
+    cut = "npx tsx src/cli.ts -c\nnode:fs:443\nError: ENOENT: no such file or directory, open '/srv/x/package.json'"
+    assert wording.quote(cut, 80) == chunk.clip(" ".join(cut.split()), 80)  # the head shows the error's opening
+    assert wording.quote(cut, 60) == "npx tsx src/cli.ts -c node:fs:443 Error: ENOENT: no…"  # too little: moved, once
+
+
+def test_episode_line_quotes_a_pasted_crash_by_its_error() -> None:
+    b = PiBuilder().user(CRASH_PASTE)
+    b.call("edit", {"path": "src/palette/load.ts", "oldText": "a", "newText": "b"}, "Successfully replaced text")
+    b.say("The palette loader now falls back to the default swatch instead of throwing.")
+    digests, spans = decoded(b)
+    c = chunk.build_chunk(digests, spans, start=0, end=len(digests) - 1, budget=50_000)
+    comp = validate_historian_output(extractive.extractive_output(c), c.start, c.end, tool_only=c.tool_only,
+                                     tool_arcs=c.arcs, emergency=True).compartments[0]
+    assert "TypeError: Unknown swatch: mutedTeal" in comp.p1 and "TypeError: Unknown swatch: mutedTeal" in comp.p2
+    assert "─" not in comp.p1 and "─" not in comp.p2

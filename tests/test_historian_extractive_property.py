@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from magic_context import tokens
-from magic_context.history import chunk, extractive, tiers
+from magic_context.history import chunk, extractive, tiers, wording
 from magic_context.history.validate import ValidatedOutput, validate_historian_output
 from magic_context.store.raw import message_tokens
 from magic_context.wire import model as m
@@ -26,6 +26,7 @@ TEXTS = [
     "THOUGHT: the test fails because the cache key is wrong. I will fix related.py and rerun the tests.",
     "fix the failing parser test in src/parse.py", "ümlaut ✓ 日本語 \u200b", "&amp; &#65; &lt;/output&gt;",
     "word " * 400, "Ran it.\n- item one\n- item two\n| a | b |",
+    "it crashed:\n ⠇ Working...\n" + "─" * 85 + "\n" + "─" * 85 + "\nError: boom\n    at f (a.ts:1:1)\n" * 8,
 ]
 COMMANDS = ["pytest -q", "cd /testbed && python reproduce.py", "git commit -am 'fix' ", "sed -i 's/a/b/' x.py",
             "grep -rn foo src", "", "echo done", "cat <<'EOF' > /tmp/t.py\nprint(1)\nEOF"]
@@ -163,3 +164,12 @@ def test_coarse_fallback_when_the_detailed_answer_fails(monkeypatch) -> None:
     monkeypatch.setattr(extractive, "extractive_output", explode)
     assert extractive.check_output(provider.complete("", "").text, c) is None
     assert provider.degraded == "RuntimeError: bug"
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab Error:─⠇█\n\x1b[0m.'/png")), max_size=600), st.integers(20, 400))
+@settings(max_examples=300)
+def test_quote_stays_within_a_plain_clip_budget(text: str, limit: int) -> None:
+    """A quote is never longer than the plain clip it replaced may be (`limit` plus `…`), for any text."""
+    quoted = wording.quote(text, limit)
+    assert len(quoted) <= limit + 1
+    assert "\n" not in quoted

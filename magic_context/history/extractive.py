@@ -215,7 +215,7 @@ def _episode_line(episode: Sequence[Digest]) -> str:
     head = episode[0]
     pieces = []
     if head.prompt:
-        pieces.append(f'U: "{clip(" ".join(wording.strip_images(head.text).split()), PROMPT_CHARS)}"')
+        pieces.append(f'U: "{wording.quote(head.text, PROMPT_CHARS)}"')
     work = _Work.of(episode).sentence()
     commands = [d.note for d in episode if d.note.startswith("!")]
     others = [d.note for d in episode if d.note and not d.note.startswith("!")]
@@ -349,7 +349,7 @@ def summarize(episodes_: Sequence[list[Digest]], rules: int = 0) -> Draft:
     conclusion = next((c for c in (_conclusion(ep) for ep in reversed(episodes_)) if c), "")
     p2_parts = []
     if request:
-        p2_parts.append(f'U: "{clip(" ".join(wording.strip_images(request).split()), 160)}"'
+        p2_parts.append(f'U: "{wording.quote(request, 160)}"'
                         + _follow_ups(episodes_, request, len(prompts) - 1))
     if work.edits:
         p2_parts.append("Edited " + ", ".join(list(work.edits)[:8]) + (" …" if len(work.edits) > 8 else ""))

@@ -36,6 +36,15 @@ _ERROR_LINE = re.compile(r"\b(?:\w*Error|ENOENT|EACCES|Traceback)\b:?")
 _IMAGE_PATH = re.compile(r"'(/[^']*\.(?:png|jpe?g|gif|webp))'|(?<!\S)/\S+\.(?:png|jpe?g|gif|webp)\b",
                          re.IGNORECASE)
 _BOX = re.compile(r"[├└│┌┐┘┬┴┼]")
+_DRAWING = re.compile(r"[\u2500-\u259f\u2800-\u28ff]")  # box drawing, block elements (bars), braille (spinners)
+_SPINNER_START = re.compile(r"^\s*[\u2800-\u28ff]")  # "⠇ Working... (esc to interrupt)": a spinner's status line
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|(?<![\w\]])\[\d{1,3}(?:;\d{1,3})*m")
+QUOTE_ERROR_SHARE = 1 / 3
+"""At most this share of a clipped quote goes to the pasted error line it keeps (`quote`): the rest, the head, keeps
+the person's opening words (a half share cut a 160-character quote's head to ~75 characters, past the opening of
+one pasted request in pi_before, and retention of user instructions fell 67% → 66% at its 36k window)."""
+QUOTE_ERROR_OPENING = 30
+"""A head that already shows this many of the error line's first characters names the error (`quote`)."""
 _TASK_TITLE = re.compile(r"<pr_description>\s*(?:Consider the following PR description:\s*)?([^\n]+)", re.I)
 _MARKDOWN = re.compile(r"\*\*|__|^#+\s*|^\s*[-*]\s+|^\s*\d+[.)]\s+", re.MULTILINE)
 
@@ -154,10 +163,48 @@ def find_rules(text: str) -> list[str]:
     return rules
 
 
+def chrome(line: str) -> bool:
+    """A line of terminal chrome rather than content: a rule, frame or progress bar (half or more of its visible
+    characters are box-drawing, block or braille glyphs), or a spinner's status line ("⠇ Working...")."""
+    visible = "".join(_ANSI.sub("", line).split())
+    return bool(visible) and (len(_DRAWING.findall(visible)) >= 0.5 * len(visible) or bool(_SPINNER_START.match(line)))
+
+
+def error_line(lines: list[str]) -> str | None:
+    """The line of pasted output that states its error: the first that opens with one (`Error: …`,
+    `ValueError: …`, so a Python traceback gives its exception, not `Traceback (most recent call last):`),
+    else the first that names one (`_ERROR_LINE`) other than a traceback's header; None when none does."""
+    named = [line.strip() for line in lines if _ERROR_LINE.search(line) and not line.lstrip().startswith("Traceback")]
+    opening = (line for line in named if (hit := _ERROR_LINE.match(line)) and hit.group().endswith(":"))
+    return next(opening, named[0] if named else None)
+
+
+def quote(text: str, limit: int) -> str:
+    """A person's message on one line within `limit` characters (+ `…`), for a summary's `U: "…"`.
+
+    Screenshots become `[image]` and lines of terminal chrome (`chrome`) and ANSI codes are dropped (a message
+    of nothing else is kept as it is); when the rest must be cut and the error line of output it pastes
+    (`error_line`) would fall past the cut (the head does not show its opening), the quote is the head of the rest
+    clipped shorter, then that line (itself within `QUOTE_ERROR_SHARE` of the limit), so a pasted crash is quoted
+    by its error, not by the screen above it.
+    """
+    text = strip_images(text)
+    lines = [clean for line in text.splitlines() if not chrome(line) and (clean := _ANSI.sub("", line)).strip()]
+    flat = " ".join(" ".join(lines).split()) or " ".join(text.split())
+    head = clip(flat, limit)
+    error = error_line(lines) if len(flat) > limit else None
+    if error is None or " ".join(error.split())[:QUOTE_ERROR_OPENING] in head:
+        return head
+    rest = lines.copy()
+    rest.pop(next(i for i, line in enumerate(lines) if line.strip() == error))  # quoted once, after the head
+    error = clip(" ".join(error.split()), int(limit * QUOTE_ERROR_SHARE))
+    return f"{clip(' '.join(' '.join(rest).split()), limit - len(error) - 1)} {error}"
+
+
 def strip_images(text: str) -> str:
     """Pasted screenshot paths become `[image]`."""
     return _IMAGE_PATH.sub("[image]", text)
 
 
-__all__ = ["find_rules", "finding", "first_sentence", "gist", "pasted", "plain", "sentence_score", "strip_images",
-           "tidy", "trivial"]
+__all__ = ["chrome", "error_line", "find_rules", "finding", "first_sentence", "gist", "pasted", "plain", "quote",
+           "sentence_score", "strip_images", "tidy", "trivial"]
