@@ -27,6 +27,38 @@ class ConfigWarning:
         return f"{where}: {self.reason}"
 
 
+class _Collector:
+    """The config problems every load met while a CLI invocation runs (`collect`); None when nobody asked."""
+
+    seen: dict[tuple[str, str], ConfigWarning] | None = None
+    loads = 0
+
+
+_collector = _Collector()
+
+
+def collect(on: bool = True) -> None:
+    """Start (or, with `on=False`, stop) recording what the loaders meet: the CLI's boundary does this once per
+    invocation so it can tell the user about each problem once, whichever engine part loaded the config."""
+    _collector.seen = {} if on else None
+    _collector.loads = 0
+
+
+def note_loaded(warnings: list[ConfigWarning]) -> None:
+    """Called by each loader on return: record its problems (one per file and key) when collecting."""
+    seen = _collector.seen
+    if seen is None:  # the transform hot path and library use: nothing is kept
+        return
+    _collector.loads += 1
+    for warning in warnings:
+        seen.setdefault((warning.file, warning.key), warning)
+
+
+def collected() -> tuple[list[ConfigWarning], int]:
+    """The problems recorded since `collect()`, in the order met, and how many loads ran."""
+    return list((_collector.seen or {}).values()), _collector.loads
+
+
 def read_toml(path: StrPath) -> tuple[dict[str, Any], list[ConfigWarning]]:
     """Parse one TOML file; a missing file is empty, an unreadable or unparseable one warns and is empty."""
     try:
@@ -84,4 +116,5 @@ def delete_path(data: dict[str, Any], parts: tuple[str | int, ...]) -> None:
         node.pop(parts[-1], None)
 
 
-__all__ = ["ConfigWarning", "deep_merge", "delete_path", "get_path", "project_config_path", "read_toml"]
+__all__ = ["ConfigWarning", "collect", "collected", "deep_merge", "delete_path", "get_path", "note_loaded",
+           "project_config_path", "read_toml"]
