@@ -88,10 +88,10 @@ def check_unloaded(args: list[str]) -> None:
     load_config(Path(project) if project_file else None)
 
 
-def in_json_warnings(warnings: list[str]) -> list[str]:
-    """`warnings` plus the config problems met so far, as text (for a `--json` document's own warnings list)."""
+def as_text() -> list[str]:
+    """Every config problem met so far, as text (for a `--json` document's own `warnings` list)."""
     met, _loads = files.collected()
-    return [*warnings, *(str(w) for w in met if str(w) not in warnings)]
+    return [str(w) for w in met]
 
 
-__all__ = ["begin", "check_unloaded", "end", "flush", "in_json_warnings", "pending", "silence"]
+__all__ = ["as_text", "begin", "check_unloaded", "end", "flush", "pending", "silence"]
