@@ -3,8 +3,8 @@
 The loaders fall back to the default for a bad value, an unknown key or a project key the trust
 boundary strips, and record a `ConfigWarning`. Whichever engine part loaded the config, the boundary
 (`commands.main.run_app`) collects those records for the whole invocation and prints each problem once
-(`mc: warning: FILE: KEY: PROBLEM`); a command that never read the config gets one check of the files
-that exist, so `mc memory list` tells about a mistyped key as well as `mc search` does. `mc doctor`
+(`mc: warning: FILE: KEY: PROBLEM`); a command that never read the whole config gets one check of the
+files that exist, so `mc memory list` tells about a mistyped key as well as `mc search` does. `mc doctor`
 shows them in its own report and silences the boundary; `mc transform` never gets here (its pass report
 carries them, see the README).
 """
@@ -36,7 +36,7 @@ def end() -> None:
 
 def pending() -> list[files.ConfigWarning]:
     """Problems met so far and not yet shown."""
-    met, _loads = files.collected()
+    met, _full_loads = files.collected()
     return [w for w in met if (w.file, w.key) not in _shown]
 
 
@@ -69,13 +69,14 @@ def _project_arg(args: list[str]) -> str | None:
 
 
 def check_unloaded(args: list[str]) -> None:
-    """After a command that read no config: validate the config files that exist (its `--project`'s, else the
-    current directory's), so their problems are told too. Costs nothing when there is no config file."""
+    """After a command that validated no whole config (none read, or only the transform's keys): validate the
+    config files that exist (its `--project`'s, else the current directory's), so every problem is told.
+    Costs nothing when there is no config file."""
     command = next((a for a in args if not a.startswith("-")), None)
     if command is None or command in _SKIP or _NO_RUN.intersection(args):
         return
-    _met, loads = files.collected()
-    if loads:
+    _met, full_loads = files.collected()
+    if full_loads:
         return
     from magic_context import paths
 
@@ -90,7 +91,7 @@ def check_unloaded(args: list[str]) -> None:
 
 def as_text() -> list[str]:
     """Every config problem met so far, as text (for a `--json` document's own `warnings` list)."""
-    met, _loads = files.collected()
+    met, _full_loads = files.collected()
     return [str(w) for w in met]
 
 

@@ -118,3 +118,16 @@ def test_proxy_tells_them_once_at_start(tmp_path) -> None:
         first = proxy.proc.stderr.readline().decode()  # written before the start-up line, not at exit
         assert first.startswith(f"mc: warning: {user}: embedding.min_similarity: ")
     assert "embedding.min_similarity" not in proxy.stderr.decode()  # and not again when it stops
+
+
+def test_a_command_reading_only_the_transform_keys_still_tells_every_problem(mc, tmp_path) -> None:
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"} for i in range(25)]
+    body = {"harness": "anthropic", "session_id": "cfg-reduce", "project_dir": str(tmp_path), "messages": turns}
+    assert mc("transform", stdin=json.dumps(body)).returncode == 0  # 25 tags: tag 1 is past the protected 20
+    user = _user_config(BAD_HOT_VALUE + '[histroian]\nprovider = "command"\n')  # and a misspelled section
+    result = mc("reduce", "1", "--session", "cfg-reduce", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    json.loads(result.stdout)
+    assert _warnings(result.stderr) == [  # the model's precise reason, not the hot reader's generic one
+        f"mc: warning: {user}: execute_threshold_percentage: Input should be a valid number; using the default",
+        f"mc: warning: {user}: histroian: unknown key; ignored"]

@@ -31,7 +31,7 @@ class _Collector:
     """The config problems every load met while a CLI invocation runs (`collect`); None when nobody asked."""
 
     seen: dict[tuple[str, str], ConfigWarning] | None = None
-    loads = 0
+    full_loads = 0  # loads that validated every key (the hot reader checks only the transform's keys)
 
 
 _collector = _Collector()
@@ -41,22 +41,26 @@ def collect(on: bool = True) -> None:
     """Start (or, with `on=False`, stop) recording what the loaders meet: the CLI's boundary does this once per
     invocation so it can tell the user about each problem once, whichever engine part loaded the config."""
     _collector.seen = {} if on else None
-    _collector.loads = 0
+    _collector.full_loads = 0
 
 
-def note_loaded(warnings: list[ConfigWarning]) -> None:
-    """Called by each loader on return: record its problems (one per file and key) when collecting."""
+def note_loaded(warnings: list[ConfigWarning], *, full: bool = True) -> None:
+    """Called by each loader on return: record its problems (one per file and key) when collecting. A full
+    load's reason (the model's own message) replaces the hot reader's generic one for the same key."""
     seen = _collector.seen
     if seen is None:  # the transform hot path and library use: nothing is kept
         return
-    _collector.loads += 1
+    _collector.full_loads += full
     for warning in warnings:
-        seen.setdefault((warning.file, warning.key), warning)
+        if full:
+            seen[(warning.file, warning.key)] = warning
+        else:
+            seen.setdefault((warning.file, warning.key), warning)
 
 
 def collected() -> tuple[list[ConfigWarning], int]:
-    """The problems recorded since `collect()`, in the order met, and how many loads ran."""
-    return list((_collector.seen or {}).values()), _collector.loads
+    """The problems recorded since `collect()`, in the order met, and how many full loads ran."""
+    return list((_collector.seen or {}).values()), _collector.full_loads
 
 
 def read_toml(path: StrPath) -> tuple[dict[str, Any], list[ConfigWarning]]:

@@ -186,7 +186,7 @@ def load_hot(project_dir: StrPath | None = None, *, user_file: StrPath | None = 
         merged = deep_merge(user, project)
     explicit = frozenset(dotted for dotted in HOT_KEYS if get_path(merged, dotted) is not None)
     user_values = {dotted: get_path(user, dotted) for dotted in HOT_KEYS if get_path(user, dotted) is not None}
-    note_loaded(warnings)
+    note_loaded(warnings, full=False)
     return HotConfig(_flatten_defaults(merged), warnings, explicit, frozenset(user_values), user_values)
 
 
