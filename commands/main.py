@@ -88,7 +88,7 @@ def run_app(argv: list[str]) -> int:
 
 
 def _check_config(args: list[str]) -> None:
-    """Validate the config files of a command that read none (best effort: never changes the exit code)."""
+    """Validate the config files of a command that read no whole config (best effort: never changes the exit code)."""
     from commands import _config_notes
 
     try:
