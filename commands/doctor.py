@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from commands import _output
+from commands import _config_notes, _output
 
 
 def doctor(
@@ -41,6 +41,7 @@ def doctor(
     ctx = DoctorContext(project_dir=project or Path.cwd())
     checks = default_checks() + integration_checks(ctx.project_dir)
     outcomes = run_checks(checks, ctx, fix=fix, confirm=confirm)
+    _config_notes.silence()  # the config check lists every config problem: no second copy on stderr
     from magic_context.config.secrets import redacted
 
     result = report(outcomes, paths.all_paths())

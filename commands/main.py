@@ -46,18 +46,27 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_app(argv: list[str]) -> int:
-    """Run the Typer app under the error boundary: MCError → one line + its exit code."""
+    """Run the Typer app under the error boundary: MCError → one line + its exit code; config problems → one
+    warning line each (`commands._config_notes`)."""
     from magic_context.errors import ExitCode, MCError
 
     debug = _debug_enabled(argv)
     args = [a for a in argv if a != "--debug"]
     import typer
 
-    try:
-        from commands.app import build_command
+    from commands import _config_notes
 
-        result = build_command().main(args=args, prog_name="mc", standalone_mode=False)
-        return int(result) if isinstance(result, int) else 0
+    _config_notes.begin()  # config problems any part meets are told once, before an error line
+    try:
+        try:
+            from commands.app import build_command
+
+            result = build_command().main(args=args, prog_name="mc", standalone_mode=False)
+            _check_config(args)
+            return int(result) if isinstance(result, int) else 0
+        finally:
+            _config_notes.flush()
+            _config_notes.end()
     except MCError as exc:
         _maybe_traceback(debug)
         print(f"mc: error: {exc.one_line()}", file=sys.stderr)
@@ -76,6 +85,16 @@ def run_app(argv: list[str]) -> int:
         _maybe_traceback(debug)
         print(f"mc: internal error: {type(exc).__name__}: {exc} — rerun with --debug for details", file=sys.stderr)
         return int(ExitCode.CHECK_FAILED)
+
+
+def _check_config(args: list[str]) -> None:
+    """Validate the config files of a command that read no whole config (best effort: never changes the exit code)."""
+    from commands import _config_notes
+
+    try:
+        _config_notes.check_unloaded(args)
+    except Exception:  # telling about config problems must not fail a command that succeeded
+        pass
 
 
 def _maybe_traceback(debug: bool) -> None:

@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from commands import _output
+from commands import _config_notes, _output
 from magic_context.results import Result
 
 proxy_app = typer.Typer(invoke_without_command=True, no_args_is_help=False)
@@ -41,10 +41,9 @@ def proxy(
         return
     from magic_context.proxy import lifecycle, settings
 
-    resolved, warnings = settings.resolve(host=host, port=port, upstream_anthropic=upstream_anthropic,
-                                          upstream_openai=upstream_openai)
-    for line in warnings:
-        _output.warn(line)
+    resolved, _warnings = settings.resolve(host=host, port=port, upstream_anthropic=upstream_anthropic,
+                                           upstream_openai=upstream_openai)
+    _config_notes.flush()  # now, not when the proxy stops: each config problem once (the boundary's format)
     if daemon:
         args = ["--host", resolved.host, "--port", str(resolved.port), "--upstream-anthropic",
                 resolved.upstream_anthropic, "--upstream-openai", resolved.upstream_openai]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from commands import _output
+from commands import _config_notes, _output
 from magic_context.results import Result
 
 
@@ -69,6 +69,7 @@ def search(
         conn.close()
     for warning in result.warnings:  # on stderr in both modes; --json also carries them in `data`
         _output.warn(warning)
+    result.warnings.extend(_config_notes.as_text())  # told on stderr by the boundary; the document carries them too
 
     def human(_: Result) -> None:  # the agent's result text, byte for byte
         import sys

@@ -35,9 +35,21 @@ def status(
     finally:
         conn.close()
     from magic_context.config.secrets import redacted
+    from magic_context.records import replace
 
+    where = (result.data.get("session") or {}).get("project_dir") or project or Path.cwd()
+    result = replace(result, data={**result.data, "config": _config(Path(where))})
     _output.emit(result, as_json=as_json, human=lambda r: _render(r.data),
                  redact=lambda value: redacted(value, project))  # stored errors may echo a configured key
+
+
+def _config(project_dir: Path) -> dict:
+    """The config files read for the project and their problems (each also told once on stderr)."""
+    from magic_context.config.load import load_config
+
+    loaded = load_config(project_dir)
+    read = [str(f) for f in (loaded.user_file, loaded.project_file) if f is not None and f.exists()]
+    return {"files": read, "warnings": [str(w) for w in loaded.warnings]}
 
 
 def _bar(percent: float | None, width: int = 30) -> str:
@@ -118,9 +130,32 @@ def _render(data: dict) -> None:
                               str(report.get("reason", ""))[:72], f"{report.get('tokens_before', 0):,}",
                               f"{report.get('tokens_after', 0):,}", f"{report.get('ms', 0):.1f}")
             out.print(table)
+            last_warnings = data["passes"][-1].get("warnings") or []
+            if last_warnings:
+                from rich.markup import escape
+
+                out.print("[yellow]last pass warnings[/yellow]", soft_wrap=True)
+                for text in last_warnings:
+                    out.print(f"  {escape(str(text))}", soft_wrap=True)
+    _render_config(out, data)
     out.print("[bold]paths[/bold]")
     for name, value in data["paths"].items():
         out.print(f"  {name:12} {value}")
+
+
+def _render_config(out, data: dict) -> None:
+    from rich.markup import escape
+
+    config = data.get("config") or {}
+    problems = config.get("warnings") or []
+    files = ", ".join(config.get("files") or []) or "no config files: every default"
+    if not problems:
+        out.print(f"config   ok ({escape(files)})", soft_wrap=True)
+        return
+    out.print(f"[yellow]config[/yellow]   {len(problems)} problem(s); the affected keys use their defaults "
+              "(`mc doctor` checks them):", soft_wrap=True)
+    for text in problems:
+        out.print(f"  {escape(text)}", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

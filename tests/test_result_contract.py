@@ -28,7 +28,7 @@ SESSION = "contract"
 
 DATA_KEYS = {
     "status": {"session", "context", "tags", "pending_drops", "raw_messages", "compartments", "memories", "memory",
-               "notes", "search", "fallbacks", "historian", "passes", "cache", "paths"},
+               "notes", "search", "fallbacks", "historian", "passes", "cache", "paths", "config"},
     "doctor": {"checks", "summary", "paths"},
     "migrate": {"database", "dry_run", "applied", "pending", "already_applied", "schema_version", "target_version"},
     "reduce": {"queued", "already_pending", "message"},

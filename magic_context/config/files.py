@@ -27,6 +27,42 @@ class ConfigWarning:
         return f"{where}: {self.reason}"
 
 
+class _Collector:
+    """The config problems every load met while a CLI invocation runs (`collect`); None when nobody asked."""
+
+    seen: dict[tuple[str, str], ConfigWarning] | None = None
+    full_loads = 0  # loads that validated every key (the hot reader checks only the transform's keys)
+
+
+_collector = _Collector()
+
+
+def collect(on: bool = True) -> None:
+    """Start (or, with `on=False`, stop) recording what the loaders meet: the CLI's boundary does this once per
+    invocation so it can tell the user about each problem once, whichever engine part loaded the config."""
+    _collector.seen = {} if on else None
+    _collector.full_loads = 0
+
+
+def note_loaded(warnings: list[ConfigWarning], *, full: bool = True) -> None:
+    """Called by each loader on return: record its problems (one per file and key) when collecting. A full
+    load's reason (the model's own message) replaces the hot reader's generic one for the same key."""
+    seen = _collector.seen
+    if seen is None:  # the transform hot path and library use: nothing is kept
+        return
+    _collector.full_loads += full
+    for warning in warnings:
+        if full:
+            seen[(warning.file, warning.key)] = warning
+        else:
+            seen.setdefault((warning.file, warning.key), warning)
+
+
+def collected() -> tuple[list[ConfigWarning], int]:
+    """The problems recorded since `collect()`, in the order met, and how many full loads ran."""
+    return list((_collector.seen or {}).values()), _collector.full_loads
+
+
 def read_toml(path: StrPath) -> tuple[dict[str, Any], list[ConfigWarning]]:
     """Parse one TOML file; a missing file is empty, an unreadable or unparseable one warns and is empty."""
     try:
@@ -84,4 +120,5 @@ def delete_path(data: dict[str, Any], parts: tuple[str | int, ...]) -> None:
         node.pop(parts[-1], None)
 
 
-__all__ = ["ConfigWarning", "deep_merge", "delete_path", "get_path", "project_config_path", "read_toml"]
+__all__ = ["ConfigWarning", "collect", "collected", "deep_merge", "delete_path", "get_path", "note_loaded",
+           "project_config_path", "read_toml"]

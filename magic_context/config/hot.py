@@ -11,7 +11,14 @@ import re
 from collections.abc import Callable
 
 from magic_context import paths
-from magic_context.config.files import ConfigWarning, deep_merge, get_path, project_config_path, read_toml
+from magic_context.config.files import (
+    ConfigWarning,
+    deep_merge,
+    get_path,
+    note_loaded,
+    project_config_path,
+    read_toml,
+)
 from magic_context.config.trust import duration_ms, enforce_direction, strip_untrusted
 from magic_context.records import Factory, record
 
@@ -179,6 +186,7 @@ def load_hot(project_dir: StrPath | None = None, *, user_file: StrPath | None = 
         merged = deep_merge(user, project)
     explicit = frozenset(dotted for dotted in HOT_KEYS if get_path(merged, dotted) is not None)
     user_values = {dotted: get_path(user, dotted) for dotted in HOT_KEYS if get_path(user, dotted) is not None}
+    note_loaded(warnings, full=False)
     return HotConfig(_flatten_defaults(merged), warnings, explicit, frozenset(user_values), user_values)
 
 

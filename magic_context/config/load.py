@@ -13,7 +13,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from magic_context import paths
-from magic_context.config.files import ConfigWarning, deep_merge, project_config_path, read_toml
+from magic_context.config.files import (
+    ConfigWarning,
+    deep_merge,
+    note_loaded,
+    project_config_path,
+    read_toml,
+)
 from magic_context.config.model import MCConfig
 from magic_context.config.trust import enforce_direction, strip_untrusted
 from magic_context.records import Factory, record
@@ -104,6 +110,7 @@ def load_config(project_dir: Path | None = None, *, user_file: Path | None = Non
     except ValidationError:
         warnings.append(ConfigWarning(str(project_path), "", "conflicts with the user config; project tier ignored"))
         config = MCConfig.model_validate(user_clean)
+    note_loaded(warnings)
     return LoadedConfig(config, warnings, user_path, project_path, user_clean, project_clean)
 
 

@@ -161,7 +161,7 @@ def run(inp: PassInput, *, readonly: bool = False) -> PassResult:
     """Serve one pass. `readonly` replays what is stored (last-known-good): no new tags, no new decisions."""
     started = time.perf_counter()
     hot = load_hot(inp.project_dir)
-    warnings: list[str] = []
+    warnings = [str(w) for w in hot.warnings]  # config problems: in the report `mc status` shows, never on stderr
     codec = CODECS[inp.harness]
     if not inp.messages_json:  # nothing to keep in a window: no head, no session row
         return _unchanged(inp, "empty conversation served unchanged")
