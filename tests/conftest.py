@@ -58,6 +58,16 @@ def conn(isolated_dirs: dict[str, Path]) -> Iterator[sqlite3.Connection]:
 
 
 @pytest.fixture
+def project_db(tmp_path: Path, conn: sqlite3.Connection) -> tuple[Path, str, sqlite3.Connection]:
+    """A project directory, its identity and the migrated database: what a pass in that project writes to."""
+    from magic_context import project
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    return proj, project.identity(proj), conn
+
+
+@pytest.fixture
 def sessions_dir() -> Path:
     if not SESSIONS.is_dir():
         pytest.fail(f"recorded sessions missing at {SESSIONS}")

@@ -9,9 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from magic_context import project
 from magic_context.memory import engine
-from magic_context.store import db
 from magic_context.store import memories as store
 from magic_context.tools.reduce import find_session
 from magic_context.transform import head, pipeline, protocol
@@ -42,15 +40,6 @@ def chat(n: int) -> list[dict]:
     return out
 
 
-@pytest.fixture
-def setup(tmp_path: Path):
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    conn = db.open_db()
-    yield proj, project.identity(proj), conn
-    conn.close()
-
-
 def _visible(conn: sqlite3.Connection) -> list[int]:
     return store.visible_ids(conn, find_session(conn, "ses_mem"))
 
@@ -62,8 +51,8 @@ def test_state_key_matches_the_store() -> None:
     assert memory.visible_ids is store.visible_ids  # the seam the search engine calls
 
 
-def test_memories_in_m0_then_updates_in_m1_and_m0_stays_until_a_fold(setup) -> None:
-    proj, pid, conn = setup
+def test_memories_in_m0_then_updates_in_m1_and_m0_stays_until_a_fold(project_db) -> None:
+    proj, pid, conn = project_db
     a = engine.add(conn, pid, "tests run on real SQLite", "PROJECT_RULES", now_ms=NOW).memory["id"]
     b = engine.add(conn, pid, "the proxy binds loopback", "ARCHITECTURE", now_ms=NOW).memory["id"]
     c = engine.add(conn, pid, "use snake_case & <no> camels", "NAMING", now_ms=NOW).memory["id"]
@@ -124,8 +113,8 @@ def test_memories_in_m0_then_updates_in_m1_and_m0_stays_until_a_fold(setup) -> N
     assert _visible(conn) == sorted([a, d, merged])
 
 
-def test_budget_skips_the_memory_that_does_not_fit_and_goes_on(setup, tmp_path) -> None:
-    proj, pid, conn = setup
+def test_budget_skips_the_memory_that_does_not_fit_and_goes_on(project_db, tmp_path) -> None:
+    proj, pid, conn = project_db
     (proj / ".magic-context.toml").write_text("[memory]\ninjection_budget_tokens = 500\n")
     big = engine.add(conn, pid, "big " * 600, "ARCHITECTURE", importance=90, now_ms=NOW).memory["id"]
     small = engine.add(conn, pid, "small fact", "NAMING", importance=10, now_ms=NOW).memory["id"]
@@ -134,8 +123,8 @@ def test_budget_skips_the_memory_that_does_not_fit_and_goes_on(setup, tmp_path) 
     assert _visible(conn) == [small]
 
 
-def test_expired_and_archived_memories_stay_out(setup) -> None:
-    proj, pid, conn = setup
+def test_expired_and_archived_memories_stay_out(project_db) -> None:
+    proj, pid, conn = project_db
     engine.promote_facts(conn, pid, "s", [("CONFIG_VALUES", "old value is 3")], NOW - 181 * 86_400_000)
     gone = engine.add(conn, pid, "archived fact", "NAMING", now_ms=NOW).memory["id"]
     engine.archive(conn, [gone], now_ms=NOW)
@@ -143,19 +132,19 @@ def test_expired_and_archived_memories_stay_out(setup) -> None:
     assert "<project-memory>" not in m0 and _visible(conn) == []
 
 
-def test_memory_disabled_renders_nothing(setup) -> None:
-    proj, pid, conn = setup
+def test_memory_disabled_renders_nothing(project_db) -> None:
+    proj, pid, conn = project_db
     (proj / ".magic-context.toml").write_text("[memory]\nenabled = false\n")
     engine.add(conn, pid, "hidden", "NAMING", now_ms=NOW)
     m0, _ = heads(serve(proj, chat(1), NOW)[0])
     assert "hidden" not in m0 and _visible(conn) == []
 
 
-def test_status_counts_memories_and_notes(setup) -> None:
+def test_status_counts_memories_and_notes(project_db) -> None:
     from magic_context import status
     from magic_context.memory import notes
 
-    proj, pid, conn = setup
+    proj, pid, conn = project_db
     keep = engine.add(conn, pid, "kept", "NAMING", permanent=True, now_ms=NOW).memory["id"]
     gone = engine.add(conn, pid, "gone", "NAMING", now_ms=NOW).memory["id"]
     engine.add(conn, pid, "live", "NAMING", now_ms=NOW)
@@ -171,13 +160,13 @@ def test_status_counts_memories_and_notes(setup) -> None:
     assert (data["notes"]["active"], data["notes"]["pending"]) == (1, 1)
 
 
-def test_notes_nudge_after_a_publish_on_the_next_new_user_message(setup) -> None:
+def test_notes_nudge_after_a_publish_on_the_next_new_user_message(project_db) -> None:
     from magic_context.history import publish
     from magic_context.memory import notes
     from magic_context.transform import note_nudge
 
     assert publish.NOTE_TRIGGER_KEY == note_nudge.TRIGGER_KEY
-    proj, pid, conn = setup
+    proj, pid, conn = project_db
     conv = [*chat(1), {"role": "user", "content": "next"}]
     serve(proj, conv, NOW)
     pk = find_session(conn, "ses_mem")
@@ -227,12 +216,12 @@ def test_notes_nudge_after_a_publish_on_the_next_new_user_message(setup) -> None
                                           '{"content": "b", "status": "in_progress"}]}'}}]}, False),
     ({"role": "assistant", "content": "The build number is 1234567 and deadbeef is a word."}, False),
 ])
-def test_a_commit_or_a_finished_todo_list_in_new_messages_triggers_the_notes_nudge(setup, said, fires) -> None:
+def test_a_commit_or_a_finished_todo_list_in_new_messages_triggers_the_notes_nudge(project_db, said, fires) -> None:
     """§2.3's other triggers: a commit in the tail, or every todo done. The nudge then goes out like after a
     publish — on the next new user message, never on the message current when the trigger was seen."""
     from magic_context.memory import notes
 
-    proj, pid, conn = setup
+    proj, pid, conn = project_db
     conv = [*chat(1), {"role": "user", "content": "next"}]
     serve(proj, conv, NOW)
     pk = find_session(conn, "ses_mem")

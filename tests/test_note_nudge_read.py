@@ -11,10 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from magic_context import project
 from magic_context.history import publish
 from magic_context.memory import notes
-from magic_context.store import db
 from magic_context.tools.reduce import find_session, queue_drops
 from magic_context.transform import note_nudge, pipeline, protocol
 from magic_context.wire import model as m
@@ -104,15 +102,6 @@ class Chat:
         return orjson.dumps(result.document["messages"]).decode()
 
 
-@pytest.fixture
-def setup(tmp_path: Path):
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    conn = db.open_db()
-    yield proj, project.identity(proj), conn
-    conn.close()
-
-
 def _trigger(conn: sqlite3.Connection, pk: int, at: int) -> None:
     conn.execute("BEGIN")
     publish.set_state(conn, pk, publish.NOTE_TRIGGER_KEY, at, at)  # what a historian publish does
@@ -149,8 +138,8 @@ def _state(conn: sqlite3.Connection, pk: int):
 
 
 @pytest.mark.parametrize("harness", list(FORMATS))
-def test_a_visible_read_after_the_latest_change_holds_the_nudge_until_a_note_changes(setup, harness) -> None:
-    proj, pid, conn = setup
+def test_a_visible_read_after_the_latest_change_holds_the_nudge_until_a_note_changes(project_db, harness) -> None:
+    proj, pid, conn = project_db
     chat = Chat(harness, proj)
     pk = _read_then_wait(chat, conn, pid)
     notes.add(conn, "and the flaky retry", project_id=pid, session_pk=pk, now_ms=NOW + 3 * MINUTE + 1)
@@ -161,8 +150,8 @@ def test_a_visible_read_after_the_latest_change_holds_the_nudge_until_a_note_cha
 
 
 @pytest.mark.parametrize("harness", list(FORMATS))
-def test_the_nudge_goes_out_once_the_read_was_dropped_from_context(setup, harness) -> None:
-    proj, pid, conn = setup
+def test_the_nudge_goes_out_once_the_read_was_dropped_from_context(project_db, harness) -> None:
+    proj, pid, conn = project_db
     chat = Chat(harness, proj)
     pk = _read_then_wait(chat, conn, pid)
     (number,) = [n for (n,) in conn.execute("SELECT tag_number FROM tags WHERE session_pk = ? AND tool_name LIKE "
@@ -175,8 +164,8 @@ def test_the_nudge_goes_out_once_the_read_was_dropped_from_context(setup, harnes
     assert served.count("deferred_notes") == 1 and _escaped(notes.nudge_text(1, 0)) in served
 
 
-def test_a_read_before_the_latest_change_or_a_write_does_not_hold_it(setup) -> None:
-    proj, pid, conn = setup
+def test_a_read_before_the_latest_change_or_a_write_does_not_hold_it(project_db) -> None:
+    proj, pid, conn = project_db
     chat = Chat(m.OPENAI, proj)
     chat.add("user", "start").add("say", "hello").add("user", "next")
     chat.serve(NOW)

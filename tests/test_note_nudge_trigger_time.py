@@ -4,28 +4,15 @@ sees the trigger — never a user message the provider was already sent without 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import orjson
 import pytest
 from test_note_nudge_read import FORMATS, MINUTE, NOW, Chat, _escaped, _state, _trigger
 
-from magic_context import project
 from magic_context.memory import notes
-from magic_context.store import db
 from magic_context.tools.reduce import find_session
 from magic_context.transform import note_nudge
 
 HARNESSES = list(FORMATS)
-
-
-@pytest.fixture
-def setup(tmp_path: Path):
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    conn = db.open_db()
-    yield proj, project.identity(proj), conn
-    conn.close()
 
 
 def _started(chat: Chat, conn, pid: str) -> int:
@@ -42,11 +29,11 @@ def _nudge() -> str:
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
-def test_a_publish_between_passes_nudges_the_next_request_s_new_user_message(setup, harness) -> None:
+def test_a_publish_between_passes_nudges_the_next_request_s_new_user_message(project_db, harness) -> None:
     """The historian published between two requests (`mc wrapup` in the background, or an inline run that ended
     the previous pass) and the next request brings a new user message: that message carries the nudge. mc first
     stored it after the trigger, so no provider has it cached."""
-    proj, pid, conn = setup
+    proj, pid, conn = project_db
     chat = Chat(harness, proj)
     pk = _started(chat, conn, pid)
     _trigger(conn, pk, NOW + 1)
@@ -63,11 +50,11 @@ def test_a_publish_between_passes_nudges_the_next_request_s_new_user_message(set
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
-def test_the_user_message_already_sent_gets_nothing_nor_does_a_tool_result(setup, harness) -> None:
+def test_the_user_message_already_sent_gets_nothing_nor_does_a_tool_result(project_db, harness) -> None:
     """The request after the trigger re-sends the same newest user message (a retry, or a tool loop): it was sent
     without the nudge, so it stays so; a tool result (a user-role message in Anthropic's format) is not a new user
     message either. The next user message the person types carries it."""
-    proj, pid, conn = setup
+    proj, pid, conn = project_db
     chat = Chat(harness, proj)
     pk = _started(chat, conn, pid)
     _trigger(conn, pk, NOW + 1)
@@ -81,12 +68,12 @@ def test_the_user_message_already_sent_gets_nothing_nor_does_a_tool_result(setup
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
-def test_a_message_stored_while_a_background_run_was_going_is_not_new(setup, harness) -> None:
+def test_a_message_stored_while_a_background_run_was_going_is_not_new(project_db, harness) -> None:
     """A background historian stamps its publish with the time its run started, which may be before a pass it
     overlapped: that pass sent its user message without the nudge (it could not see the trigger yet). Re-sent
     on the pass that first sees the trigger, the message was stored after the trigger's stamp but not on this
     pass, so it gets nothing; the next new one does."""
-    proj, pid, conn = setup
+    proj, pid, conn = project_db
     chat = Chat(harness, proj)
     pk = _started(chat, conn, pid)
     _trigger(conn, pk, NOW - 5_000)  # started 5 s before the pass at NOW, published after it
@@ -96,10 +83,10 @@ def test_a_message_stored_while_a_background_run_was_going_is_not_new(setup, har
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
-def test_an_inline_publish_leaves_its_pass_s_user_message_frozen(setup, harness) -> None:
+def test_an_inline_publish_leaves_its_pass_s_user_message_frozen(project_db, harness) -> None:
     """An inline historian publishes during a pass with that pass's clock: the pass's own user message was
     stored at the trigger's time and sent without the nudge; it is not new on the next pass."""
-    proj, pid, conn = setup
+    proj, pid, conn = project_db
     chat = Chat(harness, proj)
     pk = _started(chat, conn, pid)
     _trigger(conn, pk, NOW)  # the stamp an inline publish in the pass at NOW leaves
@@ -109,10 +96,10 @@ def test_an_inline_publish_leaves_its_pass_s_user_message_frozen(setup, harness)
 
 
 @pytest.mark.parametrize("harness", HARNESSES)
-def test_a_commit_seen_in_a_pass_nudges_only_the_next_user_message(setup, harness) -> None:
+def test_a_commit_seen_in_a_pass_nudges_only_the_next_user_message(project_db, harness) -> None:
     """Same-pass detection (`detect`: the trigger is the pass's own clock): that pass's user message counts as
     current at trigger time and gets nothing; the next new user message does."""
-    proj, pid, conn = setup
+    proj, pid, conn = project_db
     chat = Chat(harness, proj)
     pk = _started(chat, conn, pid)
     chat.add("say", "ok").add("user", "I committed it as 3f2a9c1e, carry on")
