@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import calendar
+import os
 import sqlite3
 import time
 
@@ -20,7 +21,7 @@ class Scope:
 
 def resolve(conn: sqlite3.Connection, *, session: str | None, harness: str | None, project: str | None,
             cwd: str) -> Scope:
-    """The search scope; NotFound for an unknown session or a project mc has no session for."""
+    """The search scope; NotFound for an unknown session, or a project with no session and no memory, note or commit."""
     from magic_context.tools.reduce import find_session
 
     if session and project:
@@ -37,12 +38,22 @@ def resolve(conn: sqlite3.Connection, *, session: str | None, harness: str | Non
     from magic_context.store.search_index import project_sessions
 
     rows = project_sessions(conn, project_id)
+    if not rows and _has_own_records(conn, project_id):  # memories/notes added before mc served it: project lanes
+        return Scope([], project_id, os.path.abspath(project or cwd))
     if not rows:
         if project:
             raise NotFound(f"mc has no session for project {project}", fix="check the directory, or pass --session")
         raise NotFound(f"mc has no session for the current directory {cwd}",
                        fix="pass --session ID or --project DIR (`mc status --latest` shows a session id)")
     return Scope([int(r[0]) for r in rows], project_id, rows[0][1] or project, rows[0][2] if len(rows) == 1 else None)
+
+
+def _has_own_records(conn: sqlite3.Connection, project_id: str) -> bool:
+    """Whether the project has a memory, note or indexed commit of its own (the lanes that need no session)."""
+    return conn.execute("SELECT EXISTS (SELECT 1 FROM memories WHERE project_id = ?) "
+                        "OR EXISTS (SELECT 1 FROM notes WHERE project_id = ?) "
+                        "OR EXISTS (SELECT 1 FROM git_commits WHERE project_id = ?)",
+                        (project_id, project_id, project_id)).fetchone()[0] == 1
 
 
 def require_database() -> None:
