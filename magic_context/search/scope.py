@@ -35,10 +35,10 @@ def resolve(conn: sqlite3.Connection, *, session: str | None, harness: str | Non
     from magic_context import project as identity
 
     project_id = identity.identity(project or cwd)
-    from magic_context.store.search_index import project_sessions
+    from magic_context.store.search_index import has_project_records, project_sessions
 
     rows = project_sessions(conn, project_id)
-    if not rows and _has_own_records(conn, project_id):  # memories/notes added before mc served it: project lanes
+    if not rows and has_project_records(conn, project_id):  # memories/notes added before mc served it: project lanes
         return Scope([], project_id, os.path.abspath(project or cwd))
     if not rows:
         if project:
@@ -46,14 +46,6 @@ def resolve(conn: sqlite3.Connection, *, session: str | None, harness: str | Non
         raise NotFound(f"mc has no session for the current directory {cwd}",
                        fix="pass --session ID or --project DIR (`mc status --latest` shows a session id)")
     return Scope([int(r[0]) for r in rows], project_id, rows[0][1] or project, rows[0][2] if len(rows) == 1 else None)
-
-
-def _has_own_records(conn: sqlite3.Connection, project_id: str) -> bool:
-    """Whether the project has a memory, note or indexed commit of its own (the lanes that need no session)."""
-    return conn.execute("SELECT EXISTS (SELECT 1 FROM memories WHERE project_id = ?) "
-                        "OR EXISTS (SELECT 1 FROM notes WHERE project_id = ?) "
-                        "OR EXISTS (SELECT 1 FROM git_commits WHERE project_id = ?)",
-                        (project_id, project_id, project_id)).fetchone()[0] == 1
 
 
 def require_database() -> None:
