@@ -226,3 +226,28 @@ def test_the_cli_warns_about_an_off_lane_only_when_asked_for_it(mc) -> None:
     assert plain.returncode == 0 and "not searched" not in plain.stderr.decode()
     named = mc("search", "walrus", "--session", "ses-off-lane", "--source", "git_commit")
     assert named.returncode == 0 and "git_commit is not searched" in named.stderr.decode()
+
+
+def test_a_project_with_memories_and_notes_but_no_session_yet_is_searchable(mc, tmp_path) -> None:
+    """`mc memory add` / `mc note add` work in a project mc has not served yet; searching that project (by --project
+    or from its directory) must find them — memory and note lanes are project-scoped (§3.1) — not refuse with
+    "no session". A directory with nothing of its own still gets the one-line error."""
+    from magic_context.store.db import open_db
+
+    conn = open_db()
+    session_with_history(conn, session_id="ses-other")  # a database exists, for another project
+    conn.close()
+    project = tmp_path / "fresh"
+    project.mkdir()
+    assert mc("memory", "add", "the walrus module became pinniped", "--category", "NAMING",
+              cwd=project).returncode == 0
+    assert mc("note", "add", "check the walrus migration", cwd=project).returncode == 0
+    for args, cwd in ((("--project", str(project)), None), ((), project)):
+        result = mc("search", "walrus", *args, cwd=cwd)
+        assert result.returncode == 0, result.stderr.decode()
+        out = result.stdout.decode()
+        assert "[memory]" in out and "[note]" in out, out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = mc("search", "walrus", "--project", str(empty))
+    assert result.returncode == 2 and "mc has no session for project" in result.stderr.decode()

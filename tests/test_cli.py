@@ -15,7 +15,9 @@ from magic_context.errors import BadInput, ExitCode, StorageUnavailable
 from magic_context.store import db
 
 BANNED_ON_HOT_PATH = ("typer", "click", "rich", "pydantic", "questionary", "prompt_toolkit", "sqlite_utils",
-                      "platformdirs", "importlib.metadata", "tiktoken", "httpx")
+                      "platformdirs", "importlib.metadata", "tiktoken", "httpx",
+                      # the knowledge layer (#12 acceptance: the transform gains no import): vectors, search, models
+                      "numpy", "wordllama", "magic_context.search")
 
 
 def test_help_and_version(mc) -> None:

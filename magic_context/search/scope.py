@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import calendar
+import os
 import sqlite3
 import time
 
@@ -20,7 +21,7 @@ class Scope:
 
 def resolve(conn: sqlite3.Connection, *, session: str | None, harness: str | None, project: str | None,
             cwd: str) -> Scope:
-    """The search scope; NotFound for an unknown session or a project mc has no session for."""
+    """The search scope; NotFound for an unknown session, or a project with no session and no memory, note or commit."""
     from magic_context.tools.reduce import find_session
 
     if session and project:
@@ -34,9 +35,11 @@ def resolve(conn: sqlite3.Connection, *, session: str | None, harness: str | Non
     from magic_context import project as identity
 
     project_id = identity.identity(project or cwd)
-    from magic_context.store.search_index import project_sessions
+    from magic_context.store.search_index import has_project_records, project_sessions
 
     rows = project_sessions(conn, project_id)
+    if not rows and has_project_records(conn, project_id):  # memories/notes added before mc served it: project lanes
+        return Scope([], project_id, os.path.abspath(project or cwd))
     if not rows:
         if project:
             raise NotFound(f"mc has no session for project {project}", fix="check the directory, or pass --session")

@@ -301,6 +301,14 @@ def project_sessions(conn: sqlite3.Connection, project_id: str) -> list[sqlite3.
                  (project_id,))
 
 
+def has_project_records(conn: sqlite3.Connection, project_id: str) -> bool:
+    """Whether the project has a memory, note or indexed commit of its own (the lanes that need no session)."""
+    return bool(_one(conn, "SELECT EXISTS (SELECT 1 FROM memories WHERE project_id = ?) "
+                           "OR EXISTS (SELECT 1 FROM notes WHERE project_id = ?) "
+                           "OR EXISTS (SELECT 1 FROM git_commits WHERE project_id = ?)",
+                     (project_id, project_id, project_id)))
+
+
 def indexed_count(conn: sqlite3.Connection, session_pk: int) -> int:
     return int(_one(conn, "SELECT count(*) FROM message_text WHERE session_pk = ?", (session_pk,)))
 
@@ -357,7 +365,8 @@ def live_ordinal(conn: sqlite3.Connection, session_pk: int, message_id: str) -> 
 
 __all__ = [
     "bump_retrievals", "commits", "compartments", "count_vectors", "database_file", "delete_messages",
-    "delete_vectors", "evict_commits", "folded_through", "get_state", "indexed_count", "indexed_hashes",
+    "delete_vectors", "evict_commits", "folded_through", "get_state", "has_project_records", "indexed_count",
+    "indexed_hashes",
     "last_text_ordinal",
     "like_commits", "live_ordinal", "match_commits", "match_compartments", "match_memories", "match_messages",
     "memories", "message_count", "message_rows", "message_rows_at", "message_texts", "newest_commit_at",
