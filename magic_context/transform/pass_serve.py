@@ -8,17 +8,14 @@ busts; `report` sizes what is served; `persist` stores every decision so later p
 
 from __future__ import annotations
 
-import sqlite3
 import time
 
 from magic_context.store import passes, sessions
 from magic_context.store import pending as pending_ops
 from magic_context.transform import accounting, drops, guidance, head, nudges, tagger, temporal
 from magic_context.transform import tags as tag_store
-from magic_context.transform.pass_view import estimate
-from magic_context.transform.protocol import PassInput
+from magic_context.transform.pass_view import estimate, skim_hint
 from magic_context.transform.stages import Decisions, Head, Measure, Pass, Schedule, Served, View
-from magic_context.transform.state import SessionState
 from magic_context.wire import anthropic, openai, responses
 from magic_context.wire import model as m
 
@@ -26,7 +23,6 @@ TYPE_CHECKING = False  # `typing` costs ~5 ms to import: keep it off the transfo
 if TYPE_CHECKING:
     from typing import Any
 
-    from magic_context.transform import heuristics
 
 MAX_REPORTS_PER_SESSION = 200
 
@@ -175,35 +171,44 @@ def report(p: Pass, view: View, meas: Measure, sched: Schedule, *, decisions: De
     return report, head_now
 
 
-def persist(conn: sqlite3.Connection, inp: PassInput, pk: int, state: SessionState, *, new_tags: list[tag_store.Tag],
-             new_drops: list[heuristics.Drop], done_pending: list[int], pristine: dict[int, str], counter: int,
-             report: dict[str, Any], m0_text: str | None, m1_text: str | None, m0_meta: dict, head_now: int,
-             with_head: bool, stripped: set[str], anchors: list, nudge_state: dict, date: str,
-             model_key: str | None, limit: int, extra: dict[str, Any]) -> None:
-    now = inp.now_ms
-    if new_tags:
-        tag_store.insert_new(conn, pk, new_tags, now)
-        tag_store.save_source(conn, pk, sorted(pristine.items()))
-    if new_drops:
-        tag_store.save_drops(conn, pk, [d.site.tag for d in new_drops])
-    if done_pending:
-        pending_ops.clear(conn, pk, done_pending)
-    sessions.record_pass(conn, pk, tag_counter=counter, now_ms=now, model_key=model_key, context_limit=limit)
-    if with_head and m0_text is not None:
-        state.set("m0", m0_text)
-        state.set("m1", m1_text)
-        state.set("m0_meta", m0_meta)
-        m0_tokens = estimate(m0_text)
+def persist(p: Pass, view: View, meas: Measure, sched: Schedule, *, decisions: Decisions, served: Served,
+            head_out: Head, report: dict[str, Any], head_now: int, date: str) -> None:
+    """Store what later passes replay, from the stage records that decided it: `view`'s new tags (with
+    `served`'s pristine sources) and tag counter, `decisions`' drops, landed queued drops and stripped
+    reasoning, `head_out`'s m[0]/m[1] (sized from `head_now`), `meas`' nudge anchors, model and window,
+    `served`'s nudge state and reasoning sizes, the frozen `date`, the fold watermark, and the `report`."""
+    conn, pk, state, now = p.conn, view.pk, view.state, p.inp.now_ms
+    if view.new_tags:
+        tag_store.insert_new(conn, pk, view.new_tags, now)
+        tag_store.save_source(conn, pk, sorted(served.pristine.items()))
+    if decisions.new_drops:
+        tag_store.save_drops(conn, pk, [d.site.tag for d in decisions.new_drops])
+    if decisions.done_pending:
+        pending_ops.clear(conn, pk, decisions.done_pending)
+    sessions.record_pass(conn, pk, tag_counter=view.counter, now_ms=now, model_key=meas.model_key,
+                         context_limit=meas.limit.tokens)
+    if sched.with_head and head_out.m0_text is not None:
+        state.set("m0", head_out.m0_text)
+        state.set("m1", head_out.m1_text)
+        state.set("m0_meta", head_out.m0_meta)
+        m0_tokens = estimate(head_out.m0_text)
         state.set("m0_tokens", m0_tokens)
         state.set("m1_tokens", max(0, head_now - m0_tokens))
-    state.set("stripped_reasoning", sorted(stripped))
-    state.set("nudges", anchors)
-    state.set("nudge_state", nudge_state)
+    state.set("stripped_reasoning", sorted(decisions.stripped))
+    state.set("nudges", meas.anchors)
+    state.set("nudge_state", served.nudge_state)
     state.set("date", date)
     state.set("last_pass_at", now)
-    state.set("fold_through", extra.pop("fold_through", state.get("fold_through", -1)))
-    for key, value in extra.items():
-        state.set(key, value)
+    state.set("reasoning_tokens", {k: v for k, v in served.reasoning_cache.items() if k in decisions.stripped})
+    # Only a pass that folds owns the watermark: a subagent's (or compaction-off) pass under the same
+    # session must not reset it, or the next primary pass re-serves folded history.
+    if p.compaction and p.primary:
+        state.set("fold_through", view.fold_through)
+        state.set("skim_hint", skim_hint(view.all_messages, view.fold_through))
+    else:
+        state.set("fold_through", state.get("fold_through", -1))
+    if head_out.created is not None:
+        state.set("head_created_at", head_out.created)
     state.save(conn, now)
     passes.record_report(conn, pk, report, now_ms=now, keep=MAX_REPORTS_PER_SESSION)
 

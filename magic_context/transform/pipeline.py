@@ -99,19 +99,8 @@ def _run_in_db(conn: sqlite3.Connection, inp: PassInput, hot: HotConfig, *, code
     system_out, date = pass_serve.add_guidance(p, view, meas, sched, messages_out)
     report, head_now = pass_serve.report(p, view, meas, sched, decisions=decisions, served=served, head_out=head_out)
     if not readonly:
-        pass_serve.persist(
-            conn, inp, view.pk, view.state, new_tags=view.new_tags, new_drops=decisions.new_drops,
-            done_pending=decisions.done_pending, pristine=served.pristine, counter=view.counter, report=report,
-            m0_text=head_out.m0_text, m1_text=head_out.m1_text, m0_meta=head_out.m0_meta, head_now=head_now,
-            with_head=sched.with_head, stripped=decisions.stripped, anchors=meas.anchors,
-            nudge_state=served.nudge_state, date=date, model_key=meas.model_key, limit=meas.limit.tokens,
-            extra={"reasoning_tokens": {k: v for k, v in served.reasoning_cache.items() if k in decisions.stripped},
-                   # only a pass that folds owns the watermark: a subagent's (or compaction-off) pass under
-                   # the same session must not reset it, or the next primary pass re-serves folded history
-                   **({"fold_through": view.fold_through,
-                       "skim_hint": pass_view.skim_hint(view.all_messages, view.fold_through)}
-                      if compaction and primary else {}),
-                   **({"head_created_at": head_out.created} if head_out.created is not None else {})})
+        pass_serve.persist(p, view, meas, sched, decisions=decisions, served=served, head_out=head_out, report=report,
+                           head_now=head_now, date=date)
     last_ordinal = view.all_messages[-1].ordinal if view.all_messages and not (readonly or inp.dry_run) else None
     return PassResult(build_output(inp, messages_out, system_out), report, warnings, last_ordinal)
 
