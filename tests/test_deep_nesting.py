@@ -93,7 +93,7 @@ def test_a_pass_that_falls_back_is_warned_every_time_and_shown_in_status(tmp_pat
     is counted in the session's state, which `mc status` shows: never a silent fallback."""
     import io
 
-    from magic_context.transform import hook, pipeline
+    from magic_context.transform import hook, pass_serve
 
     data = _request(3, session="falls-back")
     assert hook.main([], stdin=io.BytesIO(data), stdout=io.BytesIO()) == 0  # a good pass stores the session
@@ -103,7 +103,7 @@ def test_a_pass_that_falls_back_is_warned_every_time_and_shown_in_status(tmp_pat
         raise RuntimeError("sub-step crashed")
 
     with monkeypatch.context() as patched:
-        patched.setattr(pipeline, "_persist", crash)
+        patched.setattr(pass_serve, "persist", crash)
         for _ in range(3):
             out = io.BytesIO()
             assert hook.main([], stdin=io.BytesIO(data), stdout=out) == 0

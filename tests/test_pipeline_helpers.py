@@ -1,13 +1,13 @@
-"""`transform.pipeline`'s small helpers, in process and by exact value: the system text guidance goes into, the
-last activity, the skim hint, the fold, oversized previews, the protected window. The CLI tests reach them only
-through a subprocess, where a wrong value shows (if at all) far downstream."""
+"""The transform pass's small helpers (`pass_view`, `pass_decide`), in process and by exact value: the system
+text guidance goes into, the last activity, the skim hint, the fold, oversized previews, the protected window.
+The CLI tests reach them only through a subprocess, where a wrong value shows (if at all) far downstream."""
 
 from __future__ import annotations
 
 import os
 
 from magic_context import tokens
-from magic_context.transform import pipeline, protocol, tagger
+from magic_context.transform import pass_decide, pass_view, protocol, tagger
 from magic_context.transform import tags as tag_store
 from magic_context.transform.state import SessionState
 from magic_context.wire import model as m
@@ -28,54 +28,54 @@ def text(value: str = "x") -> m.Block:
 
 
 def test_estimate_is_zero_for_no_text_and_the_tokenizer_otherwise() -> None:
-    assert pipeline._estimate("") == 0
-    assert pipeline._estimate("hello world, a few tokens") == tokens.estimate("hello world, a few tokens") > 0
+    assert pass_view.estimate("") == 0
+    assert pass_view.estimate("hello world, a few tokens") == tokens.estimate("hello world, a few tokens") > 0
 
 
 def test_system_text_per_harness() -> None:
     user = {"role": "user", "content": "hi"}
     chat = inp({"model": "gpt-4o", "messages": [{"role": "system", "content": "A"}, user,
                                                 {"role": "developer", "content": "B"}]})
-    assert pipeline._system_text(chat, chat.messages_json) == ("A", ["A", "B"])
+    assert pass_decide.system_text(chat, chat.messages_json) == ("A", ["A", "B"])
     bare = inp({"model": "gpt-4o", "messages": [user]})
-    assert pipeline._system_text(bare, bare.messages_json) == ("", [])
+    assert pass_decide.system_text(bare, bare.messages_json) == ("", [])
     dev = [{"type": "message", "role": "developer", "content": "D"}, {"type": "message", "role": "user",
                                                                        "content": "hi"}]
     responses = inp({"model": "gpt-5", "input": dev, "instructions": "I"})
-    assert pipeline._system_text(responses, responses.messages_json) == ("I", ["I", "D"])
+    assert pass_decide.system_text(responses, responses.messages_json) == ("I", ["I", "D"])
     responses = inp({"model": "gpt-5", "input": dev})
-    assert pipeline._system_text(responses, responses.messages_json) == ("D", ["D"])
+    assert pass_decide.system_text(responses, responses.messages_json) == ("D", ["D"])
     claude = inp({"model": "claude-x", "max_tokens": 5, "messages": [user],
                   "system": [{"type": "text", "text": BILLING}, {"type": "text", "text": "P"},
                              {"type": "text", "text": "Q"}]})
-    assert pipeline._system_text(claude, claude.messages_json) == ("P", [BILLING, "P", "Q"])
+    assert pass_decide.system_text(claude, claude.messages_json) == ("P", [BILLING, "P", "Q"])
     only_billing = inp({"model": "claude-x", "max_tokens": 5, "messages": [user], "system": [BILLING]})
-    assert pipeline._system_text(only_billing, only_billing.messages_json) == ("", [BILLING])
+    assert pass_decide.system_text(only_billing, only_billing.messages_json) == ("", [BILLING])
     plain = inp({"model": "claude-x", "max_tokens": 5, "messages": [user], "system": "S"})
-    assert pipeline._system_text(plain, plain.messages_json) == ("S", ["S"])
+    assert pass_decide.system_text(plain, plain.messages_json) == ("S", ["S"])
     none = inp({"model": "claude-x", "max_tokens": 5, "messages": [user]})
-    assert pipeline._system_text(none, none.messages_json) == ("", [])
+    assert pass_decide.system_text(none, none.messages_json) == ("", [])
 
 
 def test_last_activity_is_the_later_of_the_last_pass_and_the_last_reply() -> None:
     messages = [msg(m.USER, 0, created_at=50), msg(m.ASSISTANT, 1, created_at=100, completed_at=300),
                 msg(m.ASSISTANT, 2, created_at=200), msg(m.USER, 3, created_at=900)]
-    assert pipeline._last_activity(SessionState(1, {"last_pass_at": 150}), messages) == 200  # the newest reply only
-    assert pipeline._last_activity(SessionState(1, {"last_pass_at": 250.7}), messages) == 250
-    assert pipeline._last_activity(SessionState(1, {}), messages[:2]) == 300  # completed wins over created
-    assert pipeline._last_activity(SessionState(1, {"last_pass_at": "x"}), [msg(m.USER, 0, created_at=5)]) is None
-    assert pipeline._last_activity(SessionState(1, {"last_pass_at": 7}), [msg(m.ASSISTANT, 0)]) == 7
+    assert pass_decide._last_activity(SessionState(1, {"last_pass_at": 150}), messages) == 200  # the newest reply only
+    assert pass_decide._last_activity(SessionState(1, {"last_pass_at": 250.7}), messages) == 250
+    assert pass_decide._last_activity(SessionState(1, {}), messages[:2]) == 300  # completed wins over created
+    assert pass_decide._last_activity(SessionState(1, {"last_pass_at": "x"}), [msg(m.USER, 0, created_at=5)]) is None
+    assert pass_decide._last_activity(SessionState(1, {"last_pass_at": 7}), [msg(m.ASSISTANT, 0)]) == 7
 
 
 def test_skim_hint_counts_the_folded_lead_and_skips_system_messages() -> None:
     messages = [msg(m.SYSTEM, 9), msg(m.USER, 0), msg(m.ASSISTANT, 1), msg(m.SYSTEM, 10), msg(m.USER, 2),
                 msg(m.ASSISTANT, 3)]
-    assert pipeline._skim_hint(messages, 1) == 3
-    assert pipeline._skim_hint(messages, 2) == 5
-    assert pipeline._skim_hint(messages, 0) == 2
-    assert pipeline._skim_hint(messages, -1) == 0
-    assert pipeline._skim_hint(messages, 3) == 6
-    assert pipeline._skim_hint([], 5) == 0
+    assert pass_view.skim_hint(messages, 1) == 3
+    assert pass_view.skim_hint(messages, 2) == 5
+    assert pass_view.skim_hint(messages, 0) == 2
+    assert pass_view.skim_hint(messages, -1) == 0
+    assert pass_view.skim_hint(messages, 3) == 6
+    assert pass_view.skim_hint([], 5) == 0
 
 
 def call(tool_id: str) -> m.Block:
@@ -91,13 +91,13 @@ def test_fold_drops_covered_messages_and_results_whose_call_went() -> None:
                 msg(m.USER, 3, result("a"), text("kept")), msg(m.ASSISTANT, 4, call("b")), msg(m.USER, 5, result("b")),
                 msg(m.USER, 6, result("a"))]
     sizes = [10, 11, 12, 13, 14, 15, 16]
-    assert pipeline._fold(messages, sizes, -1) == (messages, sizes)
-    kept, kept_sizes = pipeline._fold(messages, sizes, 2)
+    assert pass_view._fold(messages, sizes, -1) == (messages, sizes)
+    kept, kept_sizes = pass_view._fold(messages, sizes, 2)
     assert [x.ordinal for x in kept] == [0, 3, 4, 5] and kept_sizes == [10, 13, 14, 15]  # 6 held only an orphan
     assert [b.kind for b in kept[1].blocks] == [m.TEXT]
     assert [b.tool_id for b in kept[3].blocks] == ["b"]
     same = [msg(m.SYSTEM, 5, text()), msg(m.USER, 1, text())]
-    assert pipeline._fold(same, [1, 2], 0) == (same, [1, 2])  # nothing covered: the same lists
+    assert pass_view._fold(same, [1, 2], 0) == (same, [1, 2])  # nothing covered: the same lists
 
 
 def test_fold_drops_the_results_of_folded_calls_as_the_arcs_pair_them() -> None:
@@ -106,7 +106,7 @@ def test_fold_drops_the_results_of_folded_calls_as_the_arcs_pair_them() -> None:
     messages = [msg(m.USER, 0, text()), msg(m.ASSISTANT, 1, call("a")), msg(m.USER, 2, result("a"), text("r")),
                 msg(m.ASSISTANT, 3, call("a")), msg(m.USER, 4, result("a"), result("z")),
                 msg(m.ASSISTANT, 5, result("b"), call("b"), call("c"), result("c"))]
-    kept, sizes = pipeline._fold(messages, [10, 11, 12, 13, 14, 15], 1)
+    kept, sizes = pass_view._fold(messages, [10, 11, 12, 13, 14, 15], 1)
     assert [x.ordinal for x in kept] == [2, 3, 4, 5] and sizes == [12, 13, 14, 15]
     assert [[(b.kind, b.tool_id) for b in x.blocks] for x in kept] == [
         [(m.TEXT, None)], [(m.TOOL_CALL, "a")], [(m.TOOL_RESULT, "a")],
@@ -122,13 +122,13 @@ def site(number: int, kind: str, tokens_: int, *, new: bool = True, role: str = 
 
 
 def test_preview_oversized_marks_only_new_large_tool_outputs_and_user_texts() -> None:
-    cap = pipeline.LIVE_CAP_MIN  # 10% of 50 000 is below the minimum
+    cap = pass_view.LIVE_CAP_MIN  # 10% of 50 000 is below the minimum
     sites = [site(1, tag_store.KIND_TOOL, cap + 1, results=True), site(2, tag_store.KIND_TOOL, cap, results=True),
              site(3, tag_store.KIND_TEXT, cap + 1), site(4, tag_store.KIND_TEXT, cap + 1, role=m.ASSISTANT),
              site(5, tag_store.KIND_TOOL, cap + 1), site(6, tag_store.KIND_TOOL, cap + 1, results=True, new=False),
              site(7, tag_store.KIND_TOOL, cap + 1, results=True, dropped=True),
              site(8, tag_store.KIND_MEDIA, cap + 1)]
-    out = pipeline._preview_oversized(sites, 50_000)
+    out = pass_view._preview_oversized(sites, 50_000)
     assert [s.tag.number for s in out] == [1, 3]
     assert [(s.tag.status, s.tag.drop_mode) for s in out] == [(tag_store.DROPPED, tag_store.MODE_PREVIEW)] * 2
     a, d = tag_store.ACTIVE, tag_store.DROPPED
@@ -138,19 +138,19 @@ def test_preview_oversized_marks_only_new_large_tool_outputs_and_user_texts() ->
 
 def test_preview_cap_is_a_tenth_of_a_large_window() -> None:
     sites = [site(1, tag_store.KIND_TEXT, 20_000), site(2, tag_store.KIND_TEXT, 20_001)]
-    assert [s.tag.number for s in pipeline._preview_oversized(sites, 200_000)] == [2]
+    assert [s.tag.number for s in pass_view._preview_oversized(sites, 200_000)] == [2]
     sites = [site(1, tag_store.KIND_TEXT, 20_000), site(2, tag_store.KIND_TEXT, 20_001)]
-    assert [s.tag.number for s in pipeline._preview_oversized(sites, 200_009)] == [2]  # int(20 000.9)
+    assert [s.tag.number for s in pass_view._preview_oversized(sites, 200_009)] == [2]  # int(20 000.9)
 
 
 def test_protection_counts_the_newest_active_tags() -> None:
     sites = [site(n, tag_store.KIND_TEXT, 1, dropped=n in (4, 6)) for n in (1, 2, 3, 4, 5, 6)]
-    by_number, protected_from, newest = pipeline._protection(sites, 2)
+    by_number, protected_from, newest = pass_view._protection(sites, 2)
     assert by_number == {s.tag.number: s for s in sites}
     assert (protected_from, newest) == (3, 5)  # active: 1 2 3 5
-    assert pipeline._protection(sites, 4)[1:] == (1, 5)
-    assert pipeline._protection(sites, 5)[1:] == (0, 5)  # fewer active tags than protected: all are
-    assert pipeline._protection([], 3) == ({}, 0, 0)
+    assert pass_view._protection(sites, 4)[1:] == (1, 5)
+    assert pass_view._protection(sites, 5)[1:] == (0, 5)  # fewer active tags than protected: all are
+    assert pass_view._protection([], 3) == ({}, 0, 0)
 
 
 def test_sizes_served_adds_prefixes_head_system_and_nudges_to_the_served_messages() -> None:
@@ -200,7 +200,7 @@ def test_emergency_advice_by_what_fills_the_window_and_the_historian(monkeypatch
             "no longer shows it running")
 
     def advice(projected: int, historian: str = "idle", v=view) -> str:
-        return pipeline._emergency_fix(p, v, projected, limit, historian)
+        return pass_decide._emergency_fix(p, v, projected, limit, historian)
 
     assert advice(at_band) == fixed
     assert advice(at_band - 1) == wrapup
@@ -223,7 +223,7 @@ def test_provider_usage_is_the_last_replys_usage_plus_what_came_after() -> None:
         return m.Usage(input_tokens=total, output_tokens=output)
 
     def reported(messages, tokens_, inp_usage=None):
-        return pipeline._provider_usage(None, 1, SimpleNamespace(usage=inp_usage), messages, tokens_, divergences=[])
+        return pass_decide._provider_usage(None, 1, SimpleNamespace(usage=inp_usage), messages, tokens_, divergences=[])
 
     reply = msg(m.ASSISTANT, 1, usage=usage(100))
     assert reported([msg(m.USER, 0), reply], [10, 20]) == 105
@@ -245,11 +245,11 @@ def test_drain_pending_lands_queued_drops_outside_the_protected_window(conn) -> 
     pending.queue(conn, pk, [5], forced=True, now_ms=1)
     sites = {2: site(2, tag_store.KIND_TEXT, 10, dropped=True), 3: site(3, tag_store.KIND_TOOL, 10, results=True),
              4: site(4, tag_store.KIND_TEXT, 10), 5: site(5, tag_store.KIND_TEXT, 10)}
-    drops, done = pipeline._drain_pending(conn, pk, sites, 4, False)
+    drops, done = pass_decide._drain_pending(conn, pk, sites, 4, False)
     assert [(d.site.tag.number, d.mode, d.lane) for d in drops] == [(3, MODE_REMOVED, "ctx_reduce"),
                                                                     (5, MODE_TRUNCATED, "ctx_reduce")]
     assert done == [2, 3, 5]  # 1 and 9 are not in this request and 4 is protected: they stay queued
-    drops, done = pipeline._drain_pending(conn, pk, sites, 4, True)  # a forced pass lands protected ones too
+    drops, done = pass_decide._drain_pending(conn, pk, sites, 4, True)  # a forced pass lands protected ones too
     assert [d.site.tag.number for d in drops] == [3, 4, 5] and done == [2, 3, 4, 5]
 
 
@@ -264,7 +264,7 @@ def test_a_pairing_repair_cannot_fix_is_refused_with_its_first_problem() -> None
                                         m.Block(m.TEXT, text="hi")])]
     warnings: list[str] = []
     with pytest.raises(BadInput) as caught:
-        pipeline._repair_pairing(messages, [5, 7], m.ANTHROPIC, warnings)
+        pass_view._repair_pairing(messages, [5, 7], m.ANTHROPIC, warnings)
     assert caught.value.message == ("the input's tool pairing cannot be repaired: "
                                     "message 0: an assistant message carries tool_result blocks")
     assert caught.value.fix == "every tool call must be answered by its result right after it"
@@ -280,17 +280,17 @@ def test_recorded_usage_is_only_for_the_reply_right_after_its_prompt_and_an_unre
     try:
         pk = raw_store.ensure_session(conn, m.ANTHROPIC, "rec", project_id="p", project_dir="/tmp", now_ms=1)
         usage = m.Usage(10, 5, 90, 0)
-        assert pipeline._recorded_usage(conn, pk, [msg(m.USER, 0), msg(m.ASSISTANT, 1)], 1, []) is None  # none yet
+        assert pass_decide._recorded_usage(conn, pk, [msg(m.USER, 0), msg(m.ASSISTANT, 1)], 1, []) is None  # none yet
         assert response_store.record(conn, m.ANTHROPIC, "rec", 1, usage, now_ms=2)  # prompt ended at ordinal 1
 
         def recorded(ordinals: list[int], divergences: list[tuple[str, int]]) -> m.Usage | None:
             messages = [msg(m.ASSISTANT if i == len(ordinals) - 1 else m.USER, o) for i, o in enumerate(ordinals)]
-            return pipeline._recorded_usage(conn, pk, messages, len(ordinals) - 1, divergences)
+            return pass_decide._recorded_usage(conn, pk, messages, len(ordinals) - 1, divergences)
 
         assert recorded([0, 1, 2], []) == usage
         assert recorded([2], []) is None  # the reply opens the view: nothing shows it follows the prompt
         wrapped = [msg(m.ASSISTANT, 2), msg(m.USER, 1)]  # index 0 must not read messages[-1] as its prompt
-        assert pipeline._recorded_usage(conn, pk, wrapped, 0, []) is None
+        assert pass_decide._recorded_usage(conn, pk, wrapped, 0, []) is None
         assert recorded([0, 1, 5], []) is None  # the prompt's last message, but the reply is not the next one
         assert recorded([0, 3, 2], []) is None  # the next ordinal, but not after the prompt's last message
         assert recorded([0, 1, 2], [(raw_store.EDITED, 1)]) == usage  # the prompt's last message alone rewritten
@@ -309,7 +309,7 @@ def test_protected_count_is_the_configs_else_the_harness_default_and_a_project_f
 
     def count(harness: str) -> int:
         p = SimpleNamespace(inp=SimpleNamespace(harness=harness), hot=load_hot(tmp_path))
-        return pipeline._protected_count(p)
+        return pass_view._protected_count(p)
 
     assert (count(m.ANTHROPIC), count(m.OPENAI)) == (20, 5)  # interactive callers, autonomous runs
     project_file = tmp_path / ".magic-context.toml"
@@ -355,7 +355,7 @@ def test_historian_is_asked_with_the_pass_figures_and_starts_inline_or_detached(
     inp = SimpleNamespace(now_ms=5000, session_id="hist", harness=m.PI)
 
     def word(enabled: bool = True, busting: bool = False) -> str:
-        return pipeline._historian(conn, inp, {"historian.timeout_ms": 1234}, pk, messages=["m"], msg_tokens=[5],
+        return pass_decide._historian(conn, inp, {"historian.timeout_ms": 1234}, pk, messages=["m"], msg_tokens=[5],
                                    usage_tokens=77, limit=1000, threshold=40.0, enabled=enabled, busting=busting)
 
     assert word(enabled=False) == "idle" and seen == {}
@@ -389,7 +389,7 @@ def test_a_repaired_pairing_is_one_warning_naming_the_first_three_repairs_and_ho
     orphans = [m.Message(f"u{i}", m.USER, [m.Block(m.TOOL_RESULT, text="o", tool_id=f"x{i}")]) for i in range(5)]
     messages = [m.Message("u", m.USER, [m.Block(m.TEXT, text="hi")]), *orphans]
     warnings: list[str] = []
-    kept, sizes = pipeline._repair_pairing(messages, [5, 1, 2, 3, 4, 6], m.ANTHROPIC, warnings)
+    kept, sizes = pass_view._repair_pairing(messages, [5, 1, 2, 3, 4, 6], m.ANTHROPIC, warnings)
     assert [x.id for x in kept] == ["u"] and sizes == [5]
     assert warnings == ["repaired the input's tool pairing: removed the orphan tool result x0 (no call before it); "
                         "removed the orphan tool result x1 (no call before it); removed the orphan tool result x2 "
@@ -397,7 +397,7 @@ def test_a_repaired_pairing_is_one_warning_naming_the_first_three_repairs_and_ho
     for count, more in ((3, ""), (4, " (+1 more)")):
         fresh = [m.Message(f"u{i}", m.USER, [m.Block(m.TOOL_RESULT, text="o", tool_id=f"x{i}")]) for i in range(count)]
         warnings = []
-        pipeline._repair_pairing([m.Message("u", m.USER, [m.Block(m.TEXT, text="hi")]), *fresh], [5, *range(count)],
+        pass_view._repair_pairing([m.Message("u", m.USER, [m.Block(m.TEXT, text="hi")]), *fresh], [5, *range(count)],
                                  m.ANTHROPIC, warnings)
         assert warnings[0].endswith("x2 (no call before it)" + more)
 
@@ -407,6 +407,6 @@ def test_a_result_the_repair_adds_for_an_unanswered_call_is_sized_as_a_synthetic
     messages = [m.Message("u", m.USER, [m.Block(m.TEXT, text="go")]), m.Message("a", m.ASSISTANT, [call("c1")]),
                 m.Message("a2", m.ASSISTANT, [m.Block(m.TEXT, text="next")])]
     warnings: list[str] = []
-    kept, sizes = pipeline._repair_pairing(messages, [5, 7, 9], m.ANTHROPIC, warnings)
+    kept, sizes = pass_view._repair_pairing(messages, [5, 7, 9], m.ANTHROPIC, warnings)
     assert [[b.kind for b in x.blocks] for x in kept] == [[m.TEXT], [m.TOOL_CALL], [m.TOOL_RESULT], [m.TEXT]]
-    assert sizes == [5, 7, pipeline.SYNTHETIC_RESULT_TOKENS, 9] == [5, 7, 16, 9] and len(warnings) == 1
+    assert sizes == [5, 7, pass_view.SYNTHETIC_RESULT_TOKENS, 9] == [5, 7, 16, 9] and len(warnings) == 1

@@ -390,7 +390,7 @@ def _publish(session: str, end: int, harness: str = "anthropic") -> None:
 
 
 def test_published_history_folds_on_the_next_busting_pass_and_stays_folded() -> None:
-    """`_refold`: a compartment published between passes leaves the served array only on a pass that busts
+    """`refold`: a compartment published between passes leaves the served array only on a pass that busts
     anyway (a defer pass replays the frozen watermark), and the new watermark is stored for the passes after."""
     history = [U1, A1, R1, A2, U2]
     first, _, _ = serve(envelope(history, NOW))
@@ -435,7 +435,7 @@ def test_published_history_folds_on_the_next_busting_pass_and_stays_folded() -> 
 
 
 def test_a_refolding_pass_serves_echoed_tags_as_the_defer_pass_after_it_does() -> None:
-    """`_refold` tags the already-tagged messages again, so tagging must give the same on stripped text: echoes
+    """`refold` tags the already-tagged messages again, so tagging must give the same on stripped text: echoes
     split by a newline (`§4§` then `§9§ ` on the next line) go in one strip, and a part that was only an echo
     keeps its tag (its prefix keeps the block non-empty). Else the refolding pass serves other bytes than the
     defer pass after it (a cache bust on every refold) and an empty text block."""
@@ -453,7 +453,7 @@ def test_a_refolding_pass_serves_echoed_tags_as_the_defer_pass_after_it_does() -
 
 
 def test_a_fold_inside_an_arc_drops_its_result_even_when_a_later_call_reuses_the_tool_id() -> None:
-    """`_fold`/`_refold`: a compartment that ends between a call and its result folds the call, and the result
+    """`_fold`/`refold`: a compartment that ends between a call and its result folds the call, and the result
     goes with it even if a later call reuses the tool id (that call answers only results after it). Kept, it
     was served as an orphan tool_result (a request the provider refuses) under a tag never stored."""
     again_call = {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": "read",
@@ -474,7 +474,7 @@ def test_a_fold_inside_an_arc_drops_its_result_even_when_a_later_call_reuses_the
 
 
 def test_with_compaction_off_a_re_rendered_head_holds_the_memories_and_no_history() -> None:
-    """`_head`: the session history goes into m[0] only for a primary pass with compaction on; turned off, a
+    """`put_head`: the session history goes into m[0] only for a primary pass with compaction on; turned off, a
     pass that renders the head (here the system prompt changed) shows the project's memories alone."""
     from pathlib import Path
 
@@ -535,7 +535,7 @@ def test_a_read_only_pass_writes_no_raw_history() -> None:
 
 
 def test_a_refolding_pass_runs_every_lane_on_the_refolded_tags() -> None:
-    """`_refold` hands the drop lanes the refolded view whole: a queued ctx_reduce drop lands by its tag number,
+    """`refold` hands the drop lanes the refolded view whole: a queued ctx_reduce drop lands by its tag number,
     a new oversized paste is previewed and stored as a drop, the age lane and the reclaim see the newest tag;
     the next pass serves the same bytes."""
     from magic_context.store import db, pending, sessions
@@ -627,9 +627,9 @@ def _stored(session: str) -> tuple[dict, tuple, list]:
 
 
 def test_a_pass_stores_its_state_session_row_and_report_at_its_time(monkeypatch) -> None:
-    """`_persist`: every key a pass keeps, each written at the pass's time, the session row and the report;
+    """`persist`: every key a pass keeps, each written at the pass's time, the session row and the report;
     the reports are pruned to the newest MAX_REPORTS_PER_SESSION."""
-    from magic_context.transform import pipeline
+    from magic_context.transform import pass_serve
 
     serve(dict(envelope([U1, A1, R1], NOW), session_id="kept"))
     state, row, reports = _stored("kept")
@@ -645,7 +645,7 @@ def test_a_pass_stores_its_state_session_row_and_report_at_its_time(monkeypatch)
     assert row == (3, NOW, "anthropic/claude-sonnet-4-5", 200_000)
     assert reports == [(NOW, "fold", 1, "first render", 43, 82)]
 
-    monkeypatch.setattr(pipeline, "MAX_REPORTS_PER_SESSION", 1)
+    monkeypatch.setattr(pass_serve, "MAX_REPORTS_PER_SESSION", 1)
     serve(dict(envelope([U1, A1, R1, A2, U2], NOW + 1000), session_id="kept"))
     state, row, reports = _stored("kept")
     assert state["last_pass_at"] == (NOW + 1000, NOW + 1000) and state["m0"] == (values["m0"], NOW)  # unchanged
@@ -654,7 +654,7 @@ def test_a_pass_stores_its_state_session_row_and_report_at_its_time(monkeypatch)
 
 
 def test_guidance_is_the_plain_block_without_ctx_reduce_and_is_left_out_when_skipped_or_turned_off() -> None:
-    """`_guidance`: a tool list without ctx_reduce gets the plain block; a system prompt carrying a skip
+    """`add_guidance`: a tool list without ctx_reduce gets the plain block; a system prompt carrying a skip
     signature gets none; the user's config can turn the injection off in every harness's slot."""
     from pathlib import Path
 
@@ -709,7 +709,7 @@ def _compartment(session: str, sequence: int, start: int, end: int, p1: str) -> 
 
 
 def test_a_busting_pass_shows_new_history_in_m1_until_it_outgrows_its_share_then_folds_it_into_m0(monkeypatch) -> None:
-    """`_head`: on a busting pass that is not a HARD fold a new compartment goes into m[1] and m[0] is replayed;
+    """`put_head`: on a busting pass that is not a HARD fold a new compartment goes into m[1] and m[0] is replayed;
     once m[1] is above a fifth of the history budget (10% of the window) the pass folds it into m[0] instead."""
     from magic_context.history import runner
 
@@ -733,7 +733,7 @@ def test_a_busting_pass_shows_new_history_in_m1_until_it_outgrows_its_share_then
 
 
 def test_the_threshold_is_the_configs_per_model_a_token_figure_wins_and_a_project_file_only_raises_it(tmp_path) -> None:
-    """`_measure`: the execute threshold a pass reports: the harness default (40% here; an autonomous caller's in a
+    """`measure`: the execute threshold a pass reports: the harness default (40% here; an autonomous caller's in a
     small window is lower), a project file's value only above it, the user's per-model value (else its default)
     even below it, a token threshold over either (by "provider/id" or the bare id, like every per-model map);
     and the cache TTL the user sets decides when a warm pass turns into a HARD fold."""
@@ -774,7 +774,7 @@ def test_the_threshold_is_the_configs_per_model_a_token_figure_wins_and_a_projec
 
 
 def test_a_user_message_after_a_gap_gets_a_time_marker_unless_temporal_awareness_or_compaction_is_off() -> None:
-    """`_apply`: the temporal markers go in front of a user message that follows a pause; the user's config can
+    """`apply`: the temporal markers go in front of a user message that follows a pause; the user's config can
     turn them off, and with compaction off nothing is marked (nor tagged)."""
     from pathlib import Path
 
@@ -800,7 +800,7 @@ def test_a_user_message_after_a_gap_gets_a_time_marker_unless_temporal_awareness
 
 
 def test_a_read_only_pass_never_busts_and_a_running_historian_holds_back_the_drops() -> None:
-    """`_schedule`: last known good replays the stored head even when the model changed (no HARD fold, no bust);
+    """`schedule`: last known good replays the stored head even when the model changed (no HARD fold, no bust);
     a pass over the threshold while a historian run holds the lease busts but leaves the drops to after it,
     unless it is a HARD fold."""
     from magic_context.store import db, leases, sessions
@@ -833,7 +833,7 @@ def test_a_read_only_pass_never_busts_and_a_running_historian_holds_back_the_dro
 
 
 def test_a_full_window_is_an_emergency_only_for_a_primary_pass_with_the_providers_figure_in_a_known_window() -> None:
-    """`_decide`'s exit 4 needs all of: the block band, a window the caller or the model table gave, the
+    """`decide`'s exit 4 needs all of: the block band, a window the caller or the model table gave, the
     provider's own usage, a primary agent; otherwise the pass is served and the next one corrects it."""
     messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "done"},
                 {"role": "user", "content": "and now?"}]
@@ -850,7 +850,7 @@ def test_a_full_window_is_an_emergency_only_for_a_primary_pass_with_the_provider
 
 
 def test_the_users_lane_settings_reach_a_busting_pass() -> None:
-    """`_decide` reads the lanes' settings: `smart_drops` (opt-in) removes superseded todo lists, and a short
+    """`decide` reads the lanes' settings: `smart_drops` (opt-in) removes superseded todo lists, and a short
     `auto_drop_tool_age` drops old tool outputs, both already on the first render (a HARD fold busts), where the
     defaults drop nothing; the protected newest 20 tags stay."""
     from pathlib import Path
@@ -881,10 +881,10 @@ def test_the_users_lane_settings_reach_a_busting_pass() -> None:
 
 
 def test_the_preview_cap_is_a_tenth_of_the_window_the_caller_or_the_model_table_gives() -> None:
-    """`_view` sizes the oversized-content cap from the request's window: the caller's figure first, else the
+    """`view` sizes the oversized-content cap from the request's window: the caller's figure first, else the
     model's (gpt-4o: 128 000, so 12 800), else 200 000."""
     paste = {"role": "user", "content": "PASTE " + "word " * 15_000}
-    limits = {"gpt-4o": 128_000, "mystery": 200_000}  # the report's window is the same one (`_measure`)
+    limits = {"gpt-4o": 128_000, "mystery": 200_000}  # the report's window is the same one (`measure`)
 
     def previewed(document: dict) -> bool:
         out, rep, _ = serve(document)
@@ -900,7 +900,7 @@ def test_the_preview_cap_is_a_tenth_of_the_window_the_caller_or_the_model_table_
 
 
 def test_the_providers_usage_counts_a_previewed_paste_after_it_at_its_previews_size() -> None:
-    """`_measure`: what came after the provider's last usage is counted as served: an oversized paste shown as
+    """`measure`: what came after the provider's last usage is counted as served: an oversized paste shown as
     a preview (new on this pass, or stored on an earlier one) adds the preview's tokens, not the paste's; a
     message after the reply that nothing cut adds its own."""
     paste = {"role": "user", "content": "PASTE " + "word " * 10_100}
@@ -913,7 +913,7 @@ def test_the_providers_usage_counts_a_previewed_paste_after_it_at_its_previews_s
 
 
 def test_the_head_shows_the_projects_memories_unless_memory_is_turned_off() -> None:
-    """`_head`: m[0] carries the project's memories valid at the pass's time; the user's `memory.enabled = false`
+    """`put_head`: m[0] carries the project's memories valid at the pass's time; the user's `memory.enabled = false`
     leaves them out."""
     from pathlib import Path
 
@@ -941,7 +941,7 @@ def test_the_head_shows_the_projects_memories_unless_memory_is_turned_off() -> N
 
 
 def test_a_subagent_pass_on_a_folded_session_is_served_its_whole_history() -> None:
-    """`_view` folds only for a primary agent: a subagent gets no head, so the history the head summarizes
+    """`view` folds only for a primary agent: a subagent gets no head, so the history the head summarizes
     stays in its array (tagged); its pass stores no fold watermark of its own."""
     history = [U1, A1, R1, A2, U2]
     serve(envelope(history, NOW))
@@ -963,7 +963,7 @@ def test_a_subagent_pass_on_a_folded_session_is_served_its_whole_history() -> No
 
 
 def test_old_reasoning_is_stripped_on_a_busting_pass_and_its_size_is_kept_with_the_pass() -> None:
-    """`_decide` strips reasoning older than `clear_reasoning_age` tags (outside the protected 20); the pass
+    """`decide` strips reasoning older than `clear_reasoning_age` tags (outside the protected 20); the pass
     stores which messages lost it and their reasoning's tokens (the served size without re-reading them), and a
     defer pass replays the strip."""
     from pathlib import Path
@@ -995,7 +995,7 @@ def test_old_reasoning_is_stripped_on_a_busting_pass_and_its_size_is_kept_with_t
 
 
 def test_the_skim_follows_a_watermark_of_zero_and_is_never_tried_without_a_watermark(monkeypatch) -> None:
-    """`_view`'s skim: a fold through ordinal 0 (one message) is skimmed on the next pass; once compaction is
+    """`view`'s skim: a fold through ordinal 0 (one message) is skimmed on the next pass; once compaction is
     off the stored hint is not read at all (the raw store would refuse it, costing a second decode)."""
     from pathlib import Path
 
@@ -1018,7 +1018,7 @@ def test_the_skim_follows_a_watermark_of_zero_and_is_never_tried_without_a_water
 
 
 def test_a_system_prompt_with_a_lone_surrogate_is_identified_with_a_replacement_character() -> None:
-    """`_measure`: the stdlib JSON reader (used when orjson is missing) lets a lone surrogate through; the system
+    """`measure`: the stdlib JSON reader (used when orjson is missing) lets a lone surrogate through; the system
     prompt's hash is taken over its UTF-8 with `?` in its place, so the pass is served and the next one defers."""
     from magic_context.transform import pipeline, protocol
     from magic_context.wire import identity
@@ -1036,7 +1036,7 @@ def test_a_system_prompt_with_a_lone_surrogate_is_identified_with_a_replacement_
 
 
 def test_the_historian_starts_only_on_a_written_primary_pass_with_compaction_on(monkeypatch) -> None:
-    """`_schedule`: the historian (here its trigger fires at 85% of a 20 000-token window) is started by a
+    """`schedule`: the historian (here its trigger fires at 85% of a 20 000-token window) is started by a
     primary pass that stores its work (detached, as live, with the configured timeout); a subagent's, a dry
     run's, a compaction-off and a read-only pass report it idle and start nothing."""
     from pathlib import Path
@@ -1073,7 +1073,7 @@ def test_the_historian_starts_only_on_a_written_primary_pass_with_compaction_on(
 
 
 def test_a_per_model_cache_ttl_decides_when_a_warm_pass_turns_into_a_hard_fold() -> None:
-    """`_measure` reads `cache_ttl` for the request's model: a model's own entry over the default."""
+    """`measure` reads `cache_ttl` for the request's model: a model's own entry over the default."""
     from pathlib import Path
 
     from magic_context import paths
@@ -1089,7 +1089,7 @@ def test_a_per_model_cache_ttl_decides_when_a_warm_pass_turns_into_a_hard_fold()
 
 
 def test_a_rewritten_tool_result_keeps_the_tag_of_its_call_even_when_it_is_the_sessions_only_tag() -> None:
-    """`_view`: the harness rewrote a tool's output (a new message id, so its stored row is not among the
+    """`view`: the harness rewrote a tool's output (a new message id, so its stored row is not among the
     request's messages): the tag is fetched by its call's part key whenever the session has any tag, here
     exactly one, and the rewritten output is served under the same number, no new tag."""
     call = {"role": "assistant", "content": [{"type": "tool_use", "id": "tu1", "name": "read",
@@ -1116,8 +1116,8 @@ def _spent(n: int) -> list:
 
 
 def test_a_fired_nudge_is_stored_and_counted_in_the_served_size_of_the_passes_after_it(monkeypatch) -> None:
-    """`_apply` fires the ctx_reduce nudge (12 spent outputs, ~40k tokens, outside the protected 20) onto the
-    newest message and stores it; `_measure` counts the stored nudge's tokens in what the next pass serves."""
+    """`apply` fires the ctx_reduce nudge (12 spent outputs, ~40k tokens, outside the protected 20) onto the
+    newest message and stores it; `measure` counts the stored nudge's tokens in what the next pass serves."""
     from magic_context import tokens
     from magic_context.history import runner
 
@@ -1137,7 +1137,7 @@ def test_a_fired_nudge_is_stored_and_counted_in_the_served_size_of_the_passes_af
 
 
 def test_the_requests_size_counts_every_system_text_as_sent_now() -> None:
-    """`_measure`: Claude Code's system is a billing header, a one-line identity (the text the system hash and
+    """`measure`: Claude Code's system is a billing header, a one-line identity (the text the system hash and
     the guidance use) and its main instructions; a change in the instructions alone keeps the hash (no HARD
     fold) but the request's size counts them as sent now."""
     from magic_context import tokens
@@ -1156,7 +1156,7 @@ def test_the_requests_size_counts_every_system_text_as_sent_now() -> None:
 
 
 def test_the_providers_usage_counts_a_part_dropped_after_the_last_reply_as_served() -> None:
-    """`_measure`: a forced ctx_reduce lands on a paste after the provider's last reply (below the preview cap);
+    """`measure`: a forced ctx_reduce lands on a paste after the provider's last reply (below the preview cap);
     the passes after it count the truncated paste as it is now served, not its raw size."""
     from magic_context.store import db, pending, sessions
 
@@ -1178,7 +1178,7 @@ def test_the_providers_usage_counts_a_part_dropped_after_the_last_reply_as_serve
 
 
 def test_the_drop_lanes_add_up_on_a_busting_pass() -> None:
-    """`_decide` joins the lanes: spent ctx_reduce outputs beyond the newest three always go, the opt-in smart
+    """`decide` joins the lanes: spent ctx_reduce outputs beyond the newest three always go, the opt-in smart
     lane adds superseded todo lists (the newest stays), a short `auto_drop_tool_age` adds the oldest reads;
     the newest 20 tags stay."""
     from pathlib import Path
@@ -1208,7 +1208,7 @@ def test_the_drop_lanes_add_up_on_a_busting_pass() -> None:
 
 
 def test_a_pass_in_the_force_band_lands_a_queued_drop_even_on_a_protected_tag(monkeypatch) -> None:
-    """`_decide` drains the queued ctx_reduce drops with the pass's force: at 85% of the window a drop queued
+    """`decide` drains the queued ctx_reduce drops with the pass's force: at 85% of the window a drop queued
     without `--force` on one of the newest (protected) tags lands too; below that band it stays queued."""
     from magic_context.history import runner
     from magic_context.store import db, pending, sessions
@@ -1241,7 +1241,7 @@ def _outputs(n: int, words: int) -> list:
 
 
 def test_a_busting_pass_reclaims_from_the_threshold_on_down_to_a_fifth_of_it(monkeypatch) -> None:
-    """`_decide`'s pressure reclaim: a busting pass (here each session's first render) at the threshold (40% of
+    """`decide`'s pressure reclaim: a busting pass (here each session's first render) at the threshold (40% of
     100 000) drops the oldest unprotected outputs (1 676 or 1 726 tokens each) until the request is at a fifth
     of it (8 000); one token under the threshold it drops nothing; a request that the 19th drop brings to
     exactly 8 000 stops there."""
@@ -1269,7 +1269,7 @@ def test_a_busting_pass_reclaims_from_the_threshold_on_down_to_a_fifth_of_it(mon
 
 def test_a_block_band_pass_reclaims_protected_outputs_and_is_an_emergency_only_if_still_in_the_band(
         monkeypatch) -> None:
-    """`_decide` in the block band (≥ 95%): the reclaim may take the protected newest outputs too (8 outputs,
+    """`decide` in the block band (≥ 95%): the reclaim may take the protected newest outputs too (8 outputs,
     992 tokens); exit 4 only if the request is still in the band after it (19 000 of 20 000)."""
     from magic_context.errors import ContextEmergency
     from magic_context.history import runner
@@ -1284,7 +1284,7 @@ def test_a_block_band_pass_reclaims_protected_outputs_and_is_an_emergency_only_i
 
 
 def test_the_nudge_is_quiet_on_a_pass_that_lands_ctx_reduce_drops_and_absent_without_ctx_reduce(monkeypatch) -> None:
-    """`_apply`: the pass that lands a queued ctx_reduce drop fires no nudge (the model just reduced), while a
+    """`apply`: the pass that lands a queued ctx_reduce drop fires no nudge (the model just reduced), while a
     pass whose drops come from other lanes still does; without the ctx_reduce tool there is no nudge at all."""
     from pathlib import Path
 
@@ -1317,7 +1317,7 @@ def test_the_nudge_is_quiet_on_a_pass_that_lands_ctx_reduce_drops_and_absent_wit
 
 
 def test_a_subagent_first_leaves_no_watermark_and_a_pass_stores_the_pristine_text_of_its_new_tags() -> None:
-    """`_persist`: a session whose first pass is a subagent's stores the "no fold" watermark (-1), so the
+    """`persist`: a session whose first pass is a subagent's stores the "no fold" watermark (-1), so the
     primary pass after it serves every message; each new tag's text before its prefix is kept (ctx_expand)."""
     from magic_context.store import db, sessions
     from magic_context.store import tags as tag_rows
@@ -1339,19 +1339,21 @@ def test_a_subagent_first_leaves_no_watermark_and_a_pass_stores_the_pristine_tex
 
 
 def test_a_pass_reports_its_time_in_milliseconds_to_two_decimals(monkeypatch) -> None:
-    """`_report`'s "ms": the pass's wall time, from its start to the report, in milliseconds rounded to 2."""
+    """`report`'s "ms": the pass's wall time, from its start to the report, in milliseconds rounded to 2."""
     from types import SimpleNamespace
 
-    from magic_context.transform import pipeline
+    from magic_context.transform import pass_serve, pipeline
 
     clock = iter([10.0, 10.2345678])
-    monkeypatch.setattr(pipeline, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    fake = SimpleNamespace(perf_counter=lambda: next(clock))
+    monkeypatch.setattr(pipeline, "time", fake)  # the pass starts in `pipeline.run`
+    monkeypatch.setattr(pass_serve, "time", fake)  # and is timed in `pass_serve.report`
     served = hook.serve_pass(json.dumps(dict(envelope([U1], NOW), session_id="timed-pass")).encode(), {})
     assert served.report["ms"] == 234.57
 
 
 def test_the_heads_history_is_dated_unless_temporal_awareness_is_off() -> None:
-    """`_head` passes the user's `temporal_awareness` to the render: a compartment with times shows its date."""
+    """`put_head` passes the user's `temporal_awareness` to the render: a compartment with times shows its date."""
     from pathlib import Path
 
     from magic_context import paths
@@ -1382,7 +1384,7 @@ def test_the_heads_history_is_dated_unless_temporal_awareness_is_off() -> None:
 
 
 def test_the_head_carries_the_projects_docs_unless_the_user_turns_them_off(tmp_path) -> None:
-    """`_head`: m[0] opens with the project's ARCHITECTURE.md (`dreamer.inject_docs`, on by default)."""
+    """`put_head`: m[0] opens with the project's ARCHITECTURE.md (`dreamer.inject_docs`, on by default)."""
     from pathlib import Path
 
     from magic_context import paths
@@ -1402,7 +1404,7 @@ def test_the_head_carries_the_projects_docs_unless_the_user_turns_them_off(tmp_p
 
 
 def test_the_notes_nudge_counts_this_sessions_and_its_projects_notes_and_only_a_primary_pass_advances_it() -> None:
-    """`_apply` steps the deferred-notes nudge on a written primary pass only (a subagent's pass under the same
+    """`apply` steps the deferred-notes nudge on a written primary pass only (a subagent's pass under the same
     session leaves the trigger unseen), and counts the notes this session sees: its own and its project's ready
     smart notes, never another session's."""
     from magic_context import project
@@ -1436,7 +1438,7 @@ def test_the_notes_nudge_counts_this_sessions_and_its_projects_notes_and_only_a_
 
 
 def test_a_pass_that_only_clears_a_spent_queued_drop_is_quiet_and_the_nudge_cycle_restarts(monkeypatch) -> None:
-    """`_apply`: a queued ctx_reduce drop whose tag another lane already dropped is cleared without a new drop;
+    """`apply`: a queued ctx_reduce drop whose tag another lane already dropped is cleared without a new drop;
     that pass still counts as the model's reduce (quiet: no nudge, the level resets), so the pass after it
     nudges afresh."""
     from pathlib import Path
@@ -1468,7 +1470,7 @@ def test_a_pass_that_only_clears_a_spent_queued_drop_is_quiet_and_the_nudge_cycl
 
 
 def test_a_subagent_pass_under_the_primarys_session_counts_no_head_in_its_size() -> None:
-    """`_measure`: a subagent is served no head, so its request's size leaves out the m[0]/m[1] the primary
+    """`measure`: a subagent is served no head, so its request's size leaves out the m[0]/m[1] the primary
     stored under the same session id: the same as in a session of its own."""
     history = [U1, A1, R1, A2, U2]
     _, rep, _ = serve(envelope(history, NOW))
@@ -1480,7 +1482,7 @@ def test_a_subagent_pass_under_the_primarys_session_counts_no_head_in_its_size()
 
 
 def test_an_emergency_that_compacting_would_cure_waits_for_the_running_historian() -> None:
-    """`_decide` hands exit 4's advice the pass's historian word: 400 short messages that no drop shrinks fill the
+    """`decide` hands exit 4's advice the pass's historian word: 400 short messages that no drop shrinks fill the
     band, compacting them would cure it, and a historian run holds the lease, so the advice is to wait for it."""
     from pathlib import Path
 
@@ -1535,7 +1537,7 @@ def _folded_session(session: str) -> tuple[list, dict]:
 
 
 def test_turning_compaction_off_then_on_mid_session_is_a_hard_fold_each_way_and_shows_history_once() -> None:
-    """`_schedule`: the head a pass replays must have been rendered under the pass's `compaction.enabled`. Turned
+    """`schedule`: the head a pass replays must have been rendered under the pass's `compaction.enabled`. Turned
     off, the array is served whole, so a replayed m[0] with its `<session-history>` showed the agent the folded
     history twice until the next bust; turned on again, the array is folded but a head rendered with compaction
     off holds no history, so the folded part was shown nowhere. Each flip is a HARD fold that says why (the

@@ -131,7 +131,7 @@ def test_strip_echo_takes_echoes_split_by_newlines_at_once_so_a_second_strip_cha
 
 
 def test_tagging_the_tagged_messages_again_finds_the_same_parts() -> None:
-    """`_refold` runs `assign` again on messages it already stripped: a reply part that was only an echo (now
+    """`refold` runs `assign` again on messages it already stripped: a reply part that was only an echo (now
     blank) keeps its tag, a blank part never had one, and no new tag is made."""
     messages = [m.Message("u", m.USER, [m.Block(m.TEXT, text="go", key="p0"), m.Block(m.TEXT, text=" ", key="p1")]),
                 m.Message("a", m.ASSISTANT, [m.Block(m.TEXT, text="§4§ ", key="p0"),

@@ -431,12 +431,12 @@ def _fallbacks(session: str):
 
 
 def _crash_with(monkeypatch, exc: BaseException) -> None:
-    from magic_context.transform import pipeline
+    from magic_context.transform import pass_serve
 
     def crash(*args, **kwargs):
         raise exc
 
-    monkeypatch.setattr(pipeline, "_persist", crash)
+    monkeypatch.setattr(pass_serve, "persist", crash)
 
 
 def test_a_crashed_pass_serves_the_last_known_good_and_counts_it(monkeypatch, capsys) -> None:

@@ -14,7 +14,7 @@ import pytest
 from session_replay import REPO, render_calls
 
 from magic_context.store import raw as raw_store
-from magic_context.transform import pipeline, protocol
+from magic_context.transform import pass_view, pipeline, protocol
 
 SESSIONS = Path(__file__).resolve().parents[2] / "shared" / "data" / "sessions"
 
@@ -23,7 +23,7 @@ def _serve_all(path: Path, shape: str, limit: int, storage: Path, monkeypatch, *
                skim: bool) -> tuple[list, list[tuple[bool, bool]]]:
     """(pass kind, output bytes) per pass, and per pass whether a skim was asked for and whether it held."""
     monkeypatch.setenv("MAGIC_CONTEXT_STORAGE_DIR", str(storage))
-    monkeypatch.setattr(pipeline, "SKIM_FOLDED", skim)
+    monkeypatch.setattr(pass_view, "SKIM_FOLDED", skim)
     asked: list[bool] = []
     held: list[bool] = []
     real_sync = raw_store.sync

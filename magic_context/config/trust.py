@@ -118,7 +118,7 @@ UNTRUSTED_SUFFIXES: Final = ("_command", "_endpoint", "_url", "_prompt", "_env",
 # project's entry for such a model is compared with. The execute threshold's default depends on the
 # harness and the window (40%, raised in small windows: `transform.scheduler.default_threshold`), which is not known
 # when the config is read; 40 lets a project raise any harness's default here, and the pass then keeps
-# the harness's default as a floor for every model the user's config does not set (`pipeline._measure`).
+# the harness's default as a floor for every model the user's config does not set (`pass_decide.measure`).
 MAP_DEFAULTS: Final[dict[str, Any]] = {"cache_ttl": "5m", "execute_threshold_percentage": 40,
                                        "execute_threshold_tokens": None}
 _SECTIONS: Final = frozenset(".".join(key.split(".")[:end]) for key in POLICY for end in range(1, key.count(".") + 1))

@@ -1,8 +1,8 @@
 """The records one transform pass hands from stage to stage (`pipeline._run_in_db` reads as their sequence).
 
-Each stage of `transform.pipeline` is a function taking some of these and returning one: `Pass` (what
-every stage reads) → `View` (the history as this pass sees it) → `Measure` (sizes and the scheduler's
-verdict) → `Schedule` (bust permission, historian) → `Decisions` (drops) → `Served` (the edited
+Each stage (in `pass_view`, `pass_decide`, `pass_serve`) is a function taking some of these and returning
+one: `Pass` (what every stage reads) → `View` (the history as this pass sees it) → `Measure` (sizes and the
+scheduler's verdict) → `Schedule` (bust permission, historian) → `Decisions` (drops) → `Served` (the edited
 messages) → `Head` (m[0] / m[1]).
 """
 
@@ -68,7 +68,8 @@ class Pass:
 
 @record
 class View:
-    """Stage 1 (`_view`): the session and its history as this pass sees it — decoded, synced, folded, tagged."""
+    """Stage 1 (`pass_view.view`): the session and its history as this pass sees it: decoded, synced, folded,
+    tagged."""
 
     pk: int
     project_id: str
@@ -109,7 +110,8 @@ class Sizes:
 
 @record
 class Measure:
-    """Stage 2 (`_measure`): system prompt, window, threshold, the request's size and the scheduler's verdict."""
+    """Stage 2 (`pass_decide.measure`): system prompt, window, threshold, the request's size and the scheduler's
+    verdict."""
 
     sizes: Sizes
     system_first: str
@@ -127,7 +129,7 @@ class Measure:
 
 @record
 class Schedule:
-    """Stage 3 (`_schedule`): whether this pass may change the prefix, and why; the historian's word."""
+    """Stage 3 (`pass_decide.schedule`): whether this pass may change the prefix, and why; the historian's word."""
 
     with_head: bool
     m0_meta: dict
@@ -140,7 +142,7 @@ class Schedule:
 
 @record
 class Decisions:
-    """Stage 4 (`_decide`): the drops this pass makes and the reasoning it strips."""
+    """Stage 4 (`pass_decide.decide`): the drops this pass makes and the reasoning it strips."""
 
     new_drops: list[heuristics.Drop]
     done_pending: list[int]
@@ -150,7 +152,7 @@ class Decisions:
 
 @record
 class Served:
-    """Stage 5 (`_apply`): the messages after drops, markers and nudges, and what the pass must remember."""
+    """Stage 5 (`pass_serve.apply`): the messages after drops, markers and nudges, and what the pass must remember."""
 
     kept: list[m.Message]
     pristine: dict[int, str]
@@ -160,7 +162,7 @@ class Served:
 
 @record
 class Head:
-    """Stage 6 (`_head`): m[0] / m[1] as served (a pressure backstop may turn the pass into a fold)."""
+    """Stage 6 (`pass_serve.put_head`): m[0] / m[1] as served (a pressure backstop may turn the pass into a fold)."""
 
     m0_text: str | None
     m1_text: str | None

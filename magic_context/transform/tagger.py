@@ -127,7 +127,7 @@ def assign(
             if block.kind == m.TEXT:
                 key = f"{message.id}:{block.key}"
                 if not block.text.strip() and existing.get(key) is None:
-                    continue  # blank; a reply that was only tag echoes keeps its tag when tagged again (`_refold`)
+                    continue  # blank; a reply that was only tag echoes keeps its tag when tagged again (`refold`)
                 if message.role == m.ASSISTANT:
                     block.text = strip_echo(block.text)
                 tag = get_tag(key, KIND_TEXT, message, block.text, None)
