@@ -121,9 +121,11 @@ def _render(data: dict[str, Any]) -> None:
     out.print(f"[bold]{Path(data['file']).name}[/bold]  {data['format']} · {data['passes']} passes · "
               f"window {window:,} tokens ({data['context_limit_source']}) · {data['pricing']['label']} · "
               f"TTL {data['ttl_seconds'] // 60}m · mc {data['mode']}")
-    source = data["config"]["source"]
+    source, problems = data["config"]["source"], len(data["config"]["warnings"])
+    ignored = f"; {problems} setting{'s' if problems > 1 else ''} ignored, run with the default" if problems else ""
     out.print("mc config: " + ("every default (--no-user-config or no config.toml)" if source == "defaults"
-                               else f"{data['config']['file']} ({'--config' if source == 'flag' else 'yours'})"))
+                               else f"{data['config']['file']} ({'--config' if source == 'flag' else 'yours'}"
+                                    f"{ignored})"), markup=False)
     table = Table(header_style="bold", box=None, pad_edge=False)
     for column in ("strategy", "peak", "of window", "over", "cache read", "busts", "cost", "vs native"):
         table.add_column(column, justify="left" if column == "strategy" else "right", no_wrap=True)

@@ -221,6 +221,16 @@ def resolve_config(config: str | Path | None, user_config: bool) -> tuple[Path |
     return None, "defaults"
 
 
+def _user_config_problems(file: Path | None) -> list[str]:
+    """What mc ignores in the user's config.toml (each key then runs its default), as the CLI tells them.
+
+    Loaded here, under the file's own name, because the replay runs mc on a temporary copy of it (whose loads
+    record nothing, `McRunner`). `--config FILE` needs no such check: `resolve_config` refuses any ignored key."""
+    from magic_context.config.load import load_config
+
+    return [str(w) for w in load_config(user_file=file).warnings]
+
+
 def replay(path: str | Path, *, format: str = "auto", context_limit: int | None = None, ttl: str = "5m",
            pricing: str = "anthropic-sonnet", strategies: Sequence[str] = STRATEGIES, subprocess: bool = False,
            progress: Progress | None = None, counter: TokenCounter | None = None, config: str | Path | None = None,
@@ -229,6 +239,7 @@ def replay(path: str | Path, *, format: str = "auto", context_limit: int | None 
     given, else with the user's config unless `user_config` is False (see `resolve_config`)."""
     names = parse_strategies(strategies)
     config_file, config_source = resolve_config(config, user_config)
+    config_problems = _user_config_problems(config_file) if config_source == "user" else []
     price = cost.pricing(pricing)
     ttl_ms = cost.parse_ttl(ttl)
     if context_limit is not None and context_limit < scheduler.MIN_PLAUSIBLE_LIMIT:
@@ -250,7 +261,8 @@ def replay(path: str | Path, *, format: str = "auto", context_limit: int | None 
         else:
             runs.append(_run_baseline(name, rep, **common))
     meta = {"passes": len(rep.passes), **rep.meta,
-            "config": {"source": config_source, "file": str(config_file) if config_file else None}}
+            "config": {"source": config_source, "file": str(config_file) if config_file else None,
+                       "warnings": config_problems}}
     return ReplayResult(Path(path), session.format, rep.harness, window, source, ttl_ms, price, subprocess, runs, meta)
 
 
