@@ -159,10 +159,11 @@ def _render(data: dict[str, Any]) -> None:
                   + ("n/a (nothing folded)" if retention is None else f"{retention:.0%} ({kinds})"))
         billing = mc["historian_billing"]
         if billing["calls"]:
+            vs = billing["cost_with_model_historian_vs_native"]
             out.print(f"mc historian: {billing['calls']} calls, {billing['input_tokens']:,} in / "
                       f"{billing['output_tokens']:,} out tokens, {_money(billing['usd'])} ({billing['note']}); "
-                      f"at {data['pricing']['label']} prices it would cost {_money(billing['model_priced_usd'])}: "
-                      f"mc {billing['cost_with_model_historian_vs_native']:.2f}× native")
+                      f"at {data['pricing']['label']} prices it would cost {_money(billing['model_priced_usd'])}"
+                      + ("" if vs is None else f": mc {vs:.2f}× native"), markup=False)
         if mc["emergencies"] or mc["degraded_passes"]:
             out.print(f"[yellow]{mc['emergencies']} context emergencies, "
                       f"{mc['degraded_passes']} degraded passes[/yellow]")
