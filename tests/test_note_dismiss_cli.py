@@ -40,7 +40,7 @@ def test_dismiss_from_another_projects_directory_is_refused(tmp_path: Path) -> N
     before = _note(note["id"], a)
 
     err = _refused(run_mc("note", "dismiss", str(note["id"]), cwd=b))
-    assert f"note #{note['id']} is not among project {project.identity(b)}'s notes" in err
+    assert f"note #{note['id']} not found among project {project.identity(b)}'s notes" in err
     _refused(run_mc("note", "dismiss", str(note["id"]), "--project", str(b), "--json"))
     assert _note(note["id"], a) == before  # nothing written: still active, same updated_at
 
@@ -61,7 +61,7 @@ def test_dismiss_with_session_sees_its_own_and_its_projects_notes(tmp_path: Path
     shared = _json(run_mc("note", "add", "for all", "--session", "ses_one", "--project-note", "--json"))["note"]
 
     err = _refused(run_mc("note", "dismiss", str(own["id"]), "--session", "ses_two"))
-    assert f"note #{own['id']} is not among session ses_two's notes and project {pid}'s project notes" in err
+    assert f"note #{own['id']} not found among session ses_two's notes and project {pid}'s project notes" in err
     assert _note(own["id"], proj)["status"] == "active"
     assert _json(run_mc("note", "dismiss", str(shared["id"]), "--session", "ses_two", "--json"))["note"]["status"] \
         == "dismissed"

@@ -62,13 +62,13 @@ def test_condition_lifecycle(conn) -> None:
 def test_dismiss_is_scoped_and_once(conn) -> None:
     s1, s2 = _session(conn, "s1"), _session(conn, "s2")
     note = notes.add(conn, "x", project_id=P, session_pk=s1, now_ms=NOW)
-    with pytest.raises(NotFound, match=f"note #{note['id']} is not among session s2's notes and project {P}'s"):
+    with pytest.raises(NotFound, match=f"note #{note['id']} not found among session s2's notes and project {P}'s"):
         notes.dismiss(conn, note["id"], session_pk=s2, project_id=P)
     done = notes.dismiss(conn, note["id"], session_pk=s1, project_id=P, now_ms=NOW + 5)
     assert (done["status"], done["dismissed_at"]) == ("dismissed", NOW + 5)
     with pytest.raises(NotFound, match=f"note #{note['id']} is already dismissed"):
         notes.dismiss(conn, note["id"], session_pk=s1, project_id=P)
-    with pytest.raises(NotFound, match="note #999 is not among"):
+    with pytest.raises(NotFound, match="note #999 not found among"):
         notes.dismiss(conn, 999, project_id=P)
     assert notes.list_notes(conn, session_pk=s1, project_id=P) == []
     assert len(notes.list_notes(conn, session_pk=s1, project_id=P, statuses=["dismissed"])) == 1
@@ -83,9 +83,9 @@ def test_dismiss_reaches_exactly_what_list_shows(conn) -> None:
     mine = notes.add(conn, "s1's", project_id=P, session_pk=s1, now_ms=NOW)
     with pytest.raises(BadInput, match="dismiss needs a scope"):
         notes.dismiss(conn, foreign["id"])
-    with pytest.raises(NotFound, match=f"is not among project {P}'s notes"):
+    with pytest.raises(NotFound, match=f"not found among project {P}'s notes"):
         notes.dismiss(conn, foreign["id"], project_id=P, now_ms=NOW + 1)
-    with pytest.raises(NotFound, match="is not among session s2's notes and project git:other's project notes"):
+    with pytest.raises(NotFound, match="not found among session s2's notes and project git:other's project notes"):
         notes.dismiss(conn, shared["id"], session_pk=s2, project_id="git:other")
     assert notes.list_notes(conn, project_id="git:other")[0] == foreign  # untouched: no status, no updated_at
     for note, scope in ((mine, {"project_id": P}), (shared, {"session_pk": s1, "project_id": P})):

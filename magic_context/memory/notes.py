@@ -115,7 +115,7 @@ def dismiss(conn: sqlite3.Connection, note_id: int, *, session_pk: int | None = 
     with atomic(conn):
         row = store.get_in_scope(conn, note_id, session_pk=session_pk, project_id=project_id)
         if row is None:
-            raise NotFound(f"note #{note_id} is not among {scope_label(conn, session_pk, project_id)}",
+            raise NotFound(f"note #{note_id} not found among {scope_label(conn, session_pk, project_id)}",
                            fix="list them with `mc note list` (same --session/--project), or pass the note's "
                                "--session ID or --project DIR")
         if row["status"] == DISMISSED:
