@@ -129,20 +129,26 @@ def _listing(result: Result) -> None:
 @note_app.command("dismiss")
 def dismiss(
     note_id: int = typer.Argument(..., metavar="ID"),
+    session: str = typer.Option(None, "--session", help="A note this session sees: its own or its project's."),
+    harness: str = typer.Option(None, "--harness", help="Disambiguate a session id used by several harnesses."),
+    project: Path = typer.Option(None, "--project", help="Project directory (default: the session's, else the "
+                                 "current directory)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Dismiss a note that is done or stale.
+    """Dismiss a note that is done or stale: one that `mc note list` with the same flags shows.
 
     \b
-    Example:
+    Examples:
       mc note dismiss 3
+      mc note dismiss 7 --session ses_abc123
     """
     from magic_context.memory import notes, reports
     from magic_context.store import db
 
     conn = db.open_db()
     try:
-        result = reports.note_dismissed(notes.dismiss(conn, note_id))
+        pk, pid = _scope(conn, session, harness, project)
+        result = reports.note_dismissed(notes.dismiss(conn, note_id, session_pk=pk, project_id=pid))
     finally:
         conn.close()
     _output.emit(result, as_json=as_json, human=lambda r: _output.console().print(r.data["message"], markup=False))

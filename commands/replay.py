@@ -121,9 +121,11 @@ def _render(data: dict[str, Any]) -> None:
     out.print(f"[bold]{Path(data['file']).name}[/bold]  {data['format']} · {data['passes']} passes · "
               f"window {window:,} tokens ({data['context_limit_source']}) · {data['pricing']['label']} · "
               f"TTL {data['ttl_seconds'] // 60}m · mc {data['mode']}")
-    source = data["config"]["source"]
+    source, problems = data["config"]["source"], len(data["config"]["warnings"])
+    ignored = f"; {problems} setting{'s' if problems > 1 else ''} ignored, run with the default" if problems else ""
     out.print("mc config: " + ("every default (--no-user-config or no config.toml)" if source == "defaults"
-                               else f"{data['config']['file']} ({'--config' if source == 'flag' else 'yours'})"))
+                               else f"{data['config']['file']} ({'--config' if source == 'flag' else 'yours'}"
+                                    f"{ignored})"), markup=False)
     table = Table(header_style="bold", box=None, pad_edge=False)
     for column in ("strategy", "peak", "of window", "over", "cache read", "busts", "cost", "vs native"):
         table.add_column(column, justify="left" if column == "strategy" else "right", no_wrap=True)
@@ -157,10 +159,11 @@ def _render(data: dict[str, Any]) -> None:
                   + ("n/a (nothing folded)" if retention is None else f"{retention:.0%} ({kinds})"))
         billing = mc["historian_billing"]
         if billing["calls"]:
+            vs = billing["cost_with_model_historian_vs_native"]
             out.print(f"mc historian: {billing['calls']} calls, {billing['input_tokens']:,} in / "
                       f"{billing['output_tokens']:,} out tokens, {_money(billing['usd'])} ({billing['note']}); "
-                      f"at {data['pricing']['label']} prices it would cost {_money(billing['model_priced_usd'])}: "
-                      f"mc {billing['cost_with_model_historian_vs_native']:.2f}× native")
+                      f"at {data['pricing']['label']} prices it would cost {_money(billing['model_priced_usd'])}"
+                      + ("" if vs is None else f": mc {vs:.2f}× native"), markup=False)
         if mc["emergencies"] or mc["degraded_passes"]:
             out.print(f"[yellow]{mc['emergencies']} context emergencies, "
                       f"{mc['degraded_passes']} degraded passes[/yellow]")

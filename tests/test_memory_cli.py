@@ -134,8 +134,8 @@ def test_notes_through_the_cli(proj) -> None:
     assert "Condition: when httpx 1.0 is out" in smart["message"]
     listed = ok("note", "list", "--project", proj)
     assert [n["id"] for n in listed["notes"]] == [smart["note"]["id"], plain["id"]]
-    assert ok("note", "dismiss", str(plain["id"]))["note"]["status"] == "dismissed"
-    assert "already dismissed" in fails("note", "dismiss", str(plain["id"]))
+    assert ok("note", "dismiss", str(plain["id"]), "--project", proj)["note"]["status"] == "dismissed"
+    assert "already dismissed" in fails("note", "dismiss", str(plain["id"]), "--project", proj)
     assert ok("note", "list", "--project", proj)["count"] == 1
     assert ok("note", "list", "--project", proj, "--status", "all")["count"] == 2
     assert "no session 'ses_nope'" in fails("note", "add", "x", "--session", "ses_nope")

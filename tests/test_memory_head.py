@@ -194,7 +194,7 @@ def test_notes_nudge_after_a_publish_on_the_next_new_user_message(project_db) ->
     assert not last_text(third).endswith(nudge)
     # Nothing to read: a later trigger sends nothing.
     for note in notes.list_notes(conn, session_pk=pk, project_id=pid):
-        notes.dismiss(conn, note["id"])
+        notes.dismiss(conn, note["id"], session_pk=pk, project_id=pid)
     conn.execute("BEGIN")
     publish.set_state(conn, pk, publish.NOTE_TRIGGER_KEY, NOW + 99, NOW + 99)
     conn.execute("COMMIT")

@@ -62,16 +62,36 @@ def test_condition_lifecycle(conn) -> None:
 def test_dismiss_is_scoped_and_once(conn) -> None:
     s1, s2 = _session(conn, "s1"), _session(conn, "s2")
     note = notes.add(conn, "x", project_id=P, session_pk=s1, now_ms=NOW)
-    with pytest.raises(NotFound, match="not found in your session/project"):
+    with pytest.raises(NotFound, match=f"note #{note['id']} not found among session s2's notes and project {P}'s"):
         notes.dismiss(conn, note["id"], session_pk=s2, project_id=P)
     done = notes.dismiss(conn, note["id"], session_pk=s1, project_id=P, now_ms=NOW + 5)
     assert (done["status"], done["dismissed_at"]) == ("dismissed", NOW + 5)
-    with pytest.raises(NotFound, match="already dismissed"):
-        notes.dismiss(conn, note["id"])
-    with pytest.raises(NotFound):
-        notes.dismiss(conn, 999)
+    with pytest.raises(NotFound, match=f"note #{note['id']} is already dismissed"):
+        notes.dismiss(conn, note["id"], session_pk=s1, project_id=P)
+    with pytest.raises(NotFound, match="note #999 not found among"):
+        notes.dismiss(conn, 999, project_id=P)
     assert notes.list_notes(conn, session_pk=s1, project_id=P) == []
     assert len(notes.list_notes(conn, session_pk=s1, project_id=P, statuses=["dismissed"])) == 1
+
+
+def test_dismiss_reaches_exactly_what_list_shows(conn) -> None:
+    """The scope rule the CLI and ctx_note share: a project (all its notes) or a session (its own and its
+    project's project notes); never another project's note, never unscoped, and a refusal writes nothing."""
+    s1, s2 = _session(conn, "s1"), _session(conn, "s2", project_id="git:other")
+    foreign = notes.add(conn, "elsewhere", project_id="git:other", scope=notes.PROJECT, now_ms=NOW)
+    shared = notes.add(conn, "for all", project_id=P, scope=notes.PROJECT, now_ms=NOW)
+    mine = notes.add(conn, "s1's", project_id=P, session_pk=s1, now_ms=NOW)
+    with pytest.raises(BadInput, match="dismiss needs a scope"):
+        notes.dismiss(conn, foreign["id"])
+    with pytest.raises(NotFound, match=f"not found among project {P}'s notes"):
+        notes.dismiss(conn, foreign["id"], project_id=P, now_ms=NOW + 1)
+    with pytest.raises(NotFound, match="not found among session s2's notes and project git:other's project notes"):
+        notes.dismiss(conn, shared["id"], session_pk=s2, project_id="git:other")
+    assert notes.list_notes(conn, project_id="git:other")[0] == foreign  # untouched: no status, no updated_at
+    for note, scope in ((mine, {"project_id": P}), (shared, {"session_pk": s1, "project_id": P})):
+        listed = [n["id"] for n in notes.list_notes(conn, **scope)]
+        assert note["id"] in listed
+        assert notes.dismiss(conn, note["id"], **scope, now_ms=NOW + 2)["status"] == "dismissed"
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [

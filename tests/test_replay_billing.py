@@ -67,6 +67,9 @@ def test_a_model_historian_is_billed_from_its_reported_usage(isolated_dirs: dict
     assert billing["usd"] == pytest.approx(
         (billing["input_tokens"] * opus.input_per_mtok + billing["output_tokens"] * opus.output_per_mtok) / 1e6)
     assert billing["usd"] > 0 and billing["input_tokens"] > billing["output_tokens"] > 0
+    assert billing["prices"] == [{"model": "claude-opus-test", "pricing": "anthropic-opus", "label": opus.label,
+                                  "assumed": False}]
+    assert f"claude-opus-test at {opus.label}" in billing["note"] and "assumed" not in billing["note"]
 
 
 def test_call_tokens_prefers_reported_usage_and_estimates_otherwise() -> None:
@@ -78,3 +81,44 @@ def test_call_tokens_prefers_reported_usage_and_estimates_otherwise() -> None:
     tokens_in, tokens_out, source = call_tokens("system " * 50, "prompt " * 100, Completion("answer " * 20, "c", "m",
                                                                                            None, 1))
     assert source == "estimate" and tokens_in > 100 and tokens_out > 10
+
+
+def test_a_historian_model_the_price_table_does_not_know_is_priced_at_pricing_and_says_so(
+        isolated_dirs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression (#13 acceptance): an Ollama model id was billed at the --pricing table without a word. The
+    replay now names the table each historian model was priced at, flags an unknown model's as assumed (text
+    and --json), and --pricing chooses it. Without a native run the text report no longer crashes."""
+    import json
+
+    from conftest import run_mc
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(KEY_ENV, "sk-test-replay-0123456789abcdef")
+    with FakeLLMServer() as server:
+        server.script([], default=_answer)
+        isolated_dirs["config"].mkdir(parents=True)
+        (isolated_dirs["config"] / "config.toml").write_text(
+            f'[historian]\nprovider = "openai"\nfallback = ["extractive"]\n\n[historian.openai]\n'
+            f'base_url = "{server.openai_base_url}"\nmodel = "llama3.1:8b"\napi_key_env = "{KEY_ENV}"\n',
+            encoding="utf-8")
+        runs = {}
+        for pricing in ("anthropic-sonnet", "openai"):
+            proc = run_mc("replay", str(DJANGO), "--context-limit", "40000", "--strategies", "mc",
+                          "--pricing", pricing, "--json")
+            assert proc.returncode == 0, proc.stderr.decode()
+            runs[pricing] = _mc(json.loads(proc.stdout)["data"])["historian_billing"]
+        text = run_mc("replay", str(DJANGO), "--context-limit", "40000", "--strategies", "mc",
+                      env={"COLUMNS": "400"})
+    for pricing, billing in runs.items():
+        table = PRICING[pricing]
+        assert billing["providers"] == ["openai"] and billing["calls"] > 0
+        assert billing["prices"] == [{"model": "llama3.1:8b", "pricing": pricing, "label": table.label,
+                                      "assumed": True}]
+        assert f"llama3.1:8b at {table.label} — assumed: the price table does not know this model" in billing["note"]
+        assert billing["usd"] == pytest.approx(
+            (billing["input_tokens"] * table.input_per_mtok + billing["output_tokens"] * table.output_per_mtok) / 1e6,
+            abs=1e-6)
+    assert text.returncode == 0, text.stderr.decode()
+    assert "llama3.1:8b at Claude Sonnet 4.5 — assumed" in " ".join(text.stdout.decode().split())
+

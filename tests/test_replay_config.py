@@ -25,11 +25,11 @@ def test_user_config_is_honoured_and_no_user_config_ignores_it(isolated_dirs: di
     user.write_text("execute_threshold_percentage = 55\n", encoding="utf-8")
 
     mine = replay(SUBAGENT, context_limit=20_000, strategies=["mc"]).to_dict()
-    assert mine["config"] == {"source": "user", "file": str(user)}
+    assert mine["config"] == {"source": "user", "file": str(user), "warnings": []}
     assert _mc(mine)["threshold_percent"] == 55
 
     clean = replay(SUBAGENT, context_limit=20_000, strategies=["mc"], user_config=False).to_dict()
-    assert clean["config"] == {"source": "defaults", "file": None}
+    assert clean["config"] == {"source": "defaults", "file": None, "warnings": []}
     assert _mc(clean)["threshold_percent"] == 50  # the built-in default: 40% raised to 10 000 tokens of 20 000
     assert user.read_text(encoding="utf-8") == "execute_threshold_percentage = 55\n"  # never written
 
@@ -43,7 +43,7 @@ def test_config_flag_wins_over_the_user_config(isolated_dirs: dict[str, Path], t
                   "--config", str(candidate), "--json")
     assert proc.returncode == 0, proc.stderr.decode()
     data = json.loads(proc.stdout)["data"]
-    assert data["config"] == {"source": "flag", "file": str(candidate)}
+    assert data["config"] == {"source": "flag", "file": str(candidate), "warnings": []}
     assert _mc(data)["threshold_percent"] == 60
 
 
@@ -73,3 +73,28 @@ def test_config_flag_refuses_a_key_mc_would_ignore(tmp_path: Path, text: str, ne
     proc = run_mc("replay", str(SUBAGENT), "--context-limit", "20000", "--config", str(candidate))
     err = proc.stderr.decode()
     assert proc.returncode == 2 and needle in err and "candidate.toml" in err and "Traceback" not in err, err
+
+
+def test_problems_in_the_user_config_are_told_once_under_its_own_name(isolated_dirs: dict[str, Path]) -> None:
+    """Regression (#13 acceptance): the replay ran on a temporary copy of config.toml, so an unknown key and an
+    out-of-range value were told under the copy's vanished name (in-process) and missing from `--json`, while
+    the report said "mc config: … (yours)". Now: stderr once each under the user's file, the text report says
+    how many were ignored, and `--json` lists them in `config.warnings`."""
+    isolated_dirs["config"].mkdir(parents=True)
+    user = isolated_dirs["config"] / "config.toml"
+    user.write_text("bogus_key = 1\nexecute_threshold_percentage = 150\n", encoding="utf-8")
+    expected = [f"{user}: execute_threshold_percentage: Input should be less than or equal to 90; using the default",
+                f"{user}: bogus_key: unknown key; ignored"]
+    for extra in ((), ("--subprocess",)):
+        proc = run_mc("replay", str(SUBAGENT), "--context-limit", "20000", "--strategies", "mc", "--json", *extra)
+        assert proc.returncode == 0, proc.stderr.decode()
+        data = json.loads(proc.stdout)["data"]
+        assert data["config"] == {"source": "user", "file": str(user), "warnings": expected}
+        assert _mc(data)["threshold_percent"] == 50  # the default ran, as the warning says
+        told = [line for line in proc.stderr.decode().splitlines() if line.startswith("mc: warning:")]
+        assert told == [f"mc: warning: {w}" for w in expected], told
+    text = run_mc("replay", str(SUBAGENT), "--context-limit", "20000", "--strategies", "mc,native",
+                  env={"COLUMNS": "300"})
+    assert text.returncode == 0, text.stderr.decode()
+    assert f"mc config: {user} (yours; 2 settings ignored, run with the default)" in text.stdout.decode()
+    assert "mc-replay-" not in text.stderr.decode() and text.stderr.decode().count("bogus_key") == 1

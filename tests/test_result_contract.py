@@ -201,7 +201,7 @@ def test_note_data_keys(session_pk: int) -> None:
     assert set(added["note"]) == NOTE_KEYS and added["warnings"] == []
     listed = pinned(envelope("note", "list", "--session", SESSION), "note list")
     assert listed["count"] == 1 and set(listed["notes"][0]) == NOTE_KEYS
-    pinned(envelope("note", "dismiss", str(added["note"]["id"])), "note dismiss")
+    pinned(envelope("note", "dismiss", str(added["note"]["id"]), "--session", SESSION), "note dismiss")
 
 
 def test_proxy_data_keys_running_and_not() -> None:

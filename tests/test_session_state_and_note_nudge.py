@@ -107,7 +107,7 @@ def test_step_waits_out_the_cooldown_and_skips_when_nothing_to_read(conn: sqlite
     assert step(NOW + 1, "u1", "a1", "u2", "a2", "u3") == note_nudge.text(1, 0)
     state = SessionState(pk, {note_nudge.TRIGGER_KEY: 200,
                               note_nudge.STATE_KEY: {"trigger": 200, "user": "u1", "delivered_at": last}})
-    notes.dismiss(conn, note["id"])
+    notes.dismiss(conn, note["id"], session_pk=pk, project_id=PID)
     assert step(NOW + 1, "u1", "a1", "u2") == ""  # the cooldown is over, but there is nothing to read
     assert state.get(note_nudge.STATE_KEY) == {"trigger": 200, "user": "u2", "delivered_at": last, "handled": 200}
 

@@ -58,6 +58,21 @@ def note_loaded(warnings: list[ConfigWarning], *, full: bool = True) -> None:
             seen.setdefault((warning.file, warning.key), warning)
 
 
+class _Paused:
+    def __enter__(self) -> None:
+        self._saved = (_collector.seen, _collector.full_loads)
+        _collector.seen = None
+
+    def __exit__(self, *exc: object) -> None:
+        _collector.seen, _collector.full_loads = self._saved
+
+
+def paused() -> _Paused:
+    """`with paused():` loads record nothing, and what was recorded before is kept. `mc replay` runs mc on a
+    temporary copy of the user's config.toml: its problems are told once under the user's own file name."""
+    return _Paused()
+
+
 def collected() -> tuple[list[ConfigWarning], int]:
     """The problems recorded since `collect()`, in the order met, and how many full loads ran."""
     return list((_collector.seen or {}).values()), _collector.full_loads
@@ -121,4 +136,4 @@ def delete_path(data: dict[str, Any], parts: tuple[str | int, ...]) -> None:
 
 
 __all__ = ["ConfigWarning", "collect", "collected", "deep_merge", "delete_path", "get_path", "note_loaded",
-           "project_config_path", "read_toml"]
+           "paused", "project_config_path", "read_toml"]

@@ -88,25 +88,38 @@ def list_notes(conn: sqlite3.Connection, *, session_pk: int | None = None, proje
                         offset=offset)
 
 
-def _visible(row: dict[str, Any] | None, session_pk: int | None, project_id: str | None) -> bool:
-    if row is None:
-        return False
-    if session_pk is None and project_id is None:
-        return True
-    if row["type"] == SESSION:
-        return session_pk is not None and row["session_pk"] == session_pk
-    return project_id is not None and row["project_id"] == project_id
+def scope_label(conn: sqlite3.Connection, session_pk: int | None, project_id: str | None) -> str:
+    """How an error names the notes a caller sees: "session ses_x's notes and project git:…'s notes"."""
+    from magic_context.store import sessions
+
+    parts = []
+    if session_pk is not None:
+        info = sessions.session_info(conn, session_pk) or {}
+        parts.append(f"session {info.get('session_id') or f'#{session_pk}'}'s notes")
+    if project_id is not None:
+        parts.append(f"project {project_id}'s " + ("notes" if session_pk is None else "project notes"))
+    return " and ".join(parts)
 
 
 def dismiss(conn: sqlite3.Connection, note_id: int, *, session_pk: int | None = None, project_id: str | None = None,
             now_ms: int | None = None) -> dict[str, Any]:
-    """Mark a note dismissed; NotFound when unknown, out of scope or already dismissed."""
+    """Mark a note dismissed, only if the caller's scope lists it (the same scope as `list_notes`).
+
+    The scope is a session (its session notes, plus its project's project notes when `project_id` is given)
+    or a project alone (all its notes): a caller never dismisses another project's or session's note by id.
+    NotFound (exit 2), nothing written, when the note is unknown, out of scope or already dismissed.
+    """
+    if session_pk is None and project_id is None:
+        raise BadInput(f"note #{note_id}: dismiss needs a scope", fix="give a session or a project")
     now = _now(now_ms)
     with atomic(conn):
-        row = store.get(conn, note_id)
-        if not _visible(row, session_pk, project_id) or (row or {}).get("status") == DISMISSED:
-            raise NotFound(f"note #{note_id} not found in your session/project or already dismissed",
-                           fix="list notes with `mc note list`")
+        row = store.get_in_scope(conn, note_id, session_pk=session_pk, project_id=project_id)
+        if row is None:
+            raise NotFound(f"note #{note_id} not found among {scope_label(conn, session_pk, project_id)}",
+                           fix="list them with `mc note list` (same --session/--project), or pass the note's "
+                               "--session ID or --project DIR")
+        if row["status"] == DISMISSED:
+            raise NotFound(f"note #{note_id} is already dismissed")
         store.update(conn, note_id, status=DISMISSED, dismissed_at=now, updated_at=now)
         return store.get(conn, note_id) or {}
 
@@ -141,4 +154,4 @@ def nudge_text(deferred: int, ready: int) -> str:
 
 
 __all__ = ["ACTIVE", "DISMISSED", "PENDING", "PROJECT", "READY", "SESSION", "STATUSES", "NoteStatus", "NoteType",
-           "add", "counts", "dismiss", "list_notes", "mark_checked", "mark_ready", "nudge_text"]
+           "add", "counts", "dismiss", "list_notes", "mark_checked", "mark_ready", "nudge_text", "scope_label"]

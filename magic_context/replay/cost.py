@@ -76,8 +76,9 @@ def pricing(name: str) -> Pricing:
         raise BadInput(f"unknown pricing {name!r}", fix=f"use one of {', '.join(PRICING)}") from None
 
 
-def model_pricing(model: str | None, fallback: Pricing) -> Pricing:
-    """The price table for a model id (Opus, other Claude models, GPT / o-series), else `fallback`."""
+def known_pricing(model: str | None) -> Pricing | None:
+    """The price table for a model id (Opus, other Claude models, GPT / o-series); None for any other model
+    (an Ollama or LM Studio id, DeepSeek…): the caller decides, and says, what it assumes."""
     name = (model or "").lower()
     if "opus" in name:
         return PRICING["anthropic-opus"]
@@ -85,7 +86,12 @@ def model_pricing(model: str | None, fallback: Pricing) -> Pricing:
         return PRICING["anthropic-sonnet"]
     if name.startswith(("gpt", "o3", "o4")) or "/gpt" in name:
         return PRICING["openai"]
-    return fallback
+    return None
+
+
+def model_pricing(model: str | None, fallback: Pricing) -> Pricing:
+    """The price table for a model id (`known_pricing`), else `fallback`."""
+    return known_pricing(model) or fallback
 
 
 def parse_ttl(text: str) -> int:
@@ -220,5 +226,5 @@ class Ledger:
         return self.resent_read / self.resent_tokens if self.resent_tokens else None
 
 
-__all__ = ["FIVE_MINUTES_MS", "PRICING", "Charge", "Ledger", "Pricing", "common_prefix", "model_pricing", "parse_ttl",
-           "pricing"]
+__all__ = ["FIVE_MINUTES_MS", "PRICING", "Charge", "Ledger", "Pricing", "common_prefix", "known_pricing",
+           "model_pricing", "parse_ttl", "pricing"]

@@ -8,7 +8,8 @@ in a fresh `python -c` process. MAGIC_CONTEXT_STORAGE_DIR / CONFIG_DIR point at 
 directory (and MAGIC_CONTEXT_HISTORIAN=inline) while the runner is open; the previous values are
 restored on exit. The temporary config dir holds a copy of `config_file` (the user's `config.toml`
 unless the caller chose another file or none), so a replay runs the settings it is asked about
-and never writes to the user's directories.
+and never writes to the user's directories. While open, config loads record no problems for the CLI to
+tell (`files.paused`): they would name the temporary copy; the runner checks the original file instead.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from magic_context import paths
+from magic_context.config import files
 from magic_context.errors import ContextEmergency, ExitCode, MCError
 from magic_context.records import Factory, record
 from magic_context.transform.protocol import CODECS, dumps, loads
@@ -74,6 +76,7 @@ class McRunner:
         self._saved: dict[str, str | None] = {}
         self.project_dir = Path()
         self._env: dict[str, str] = {}
+        self._quiet = files.paused()  # the copy's config problems: the runner told them under the user's file name
 
     def __enter__(self) -> McRunner:
         self._tmp = tempfile.TemporaryDirectory(prefix="mc-replay-")
@@ -88,6 +91,7 @@ class McRunner:
         for key, value in self._env.items():
             self._saved[key] = os.environ.get(key)
             os.environ[key] = value
+        self._quiet.__enter__()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -101,6 +105,7 @@ class McRunner:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+        self._quiet.__exit__()
 
     def store_facts(self) -> dict[str, Any]:
         """What the replay's own database says about the historian (best effort: None when unreadable)."""

@@ -53,6 +53,7 @@ class StrategyRun:
     historian_calls: list[dict[str, Any]] = Factory(factory=list)  # mc's historian requests, billed
     historian_usd: float = 0.0  # what they cost (0 for the extractive historian: it calls no model)
     historian_model_usd: float = 0.0  # what the same requests cost at the replayed model's price
+    historian_prices: dict[str, dict[str, Any]] = Factory(factory=dict)  # model id → the table its calls cost
     anchors: anchor_mod.AnchorReport | None = None
     retention: anchor_mod.Retention = Factory(factory=anchor_mod.Retention)
     profile: baselines.NativeProfile | None = None  # the compaction a baseline ran with
@@ -109,14 +110,19 @@ class StrategyRun:
         calls = self.historian_calls
         providers = sorted({c["provider"] for c in calls})
         model_total = self.ledger.usd - self.historian_usd + self.historian_model_usd
+        priced = "; ".join(f"{m} at {p['label']}" + (" — assumed: the price table does not know this model, so "
+                                                     "it costs the --pricing table's price" if p["assumed"] else "")
+                           for m, p in sorted(self.historian_prices.items()))
+        note = ("extractive historian: no model call, costs 0" if providers == ["extractive"] else
+                "no historian run" if not calls else "model calls billed at the model's price "
+                f"(input uncached, output at the output price): {priced}")
         return {
             "calls": len(calls), "providers": providers,
             "input_tokens": sum(c["input_tokens"] for c in calls),
             "output_tokens": sum(c["output_tokens"] for c in calls),
             "usd": round(self.historian_usd, 6),
-            "note": ("extractive historian: no model call, costs 0" if providers == ["extractive"] else
-                     "no historian run" if not calls else "model calls billed at the model's price "
-                     "(input uncached, output at the output price)"),
+            "prices": [{"model": m, **p} for m, p in sorted(self.historian_prices.items())],
+            "note": note,
             "model_priced_usd": round(self.historian_model_usd, 6),
             "cost_with_model_historian_usd": round(model_total, 6),
             "cost_with_model_historian_vs_native": round(model_total / native_usd, 4) if native_usd else None,
@@ -221,6 +227,16 @@ def resolve_config(config: str | Path | None, user_config: bool) -> tuple[Path |
     return None, "defaults"
 
 
+def _user_config_problems(file: Path | None) -> list[str]:
+    """What mc ignores in the user's config.toml (each key then runs its default), as the CLI tells them.
+
+    Loaded here, under the file's own name, because the replay runs mc on a temporary copy of it (whose loads
+    record nothing, `McRunner`). `--config FILE` needs no such check: `resolve_config` refuses any ignored key."""
+    from magic_context.config.load import load_config
+
+    return [str(w) for w in load_config(user_file=file).warnings]
+
+
 def replay(path: str | Path, *, format: str = "auto", context_limit: int | None = None, ttl: str = "5m",
            pricing: str = "anthropic-sonnet", strategies: Sequence[str] = STRATEGIES, subprocess: bool = False,
            progress: Progress | None = None, counter: TokenCounter | None = None, config: str | Path | None = None,
@@ -229,6 +245,7 @@ def replay(path: str | Path, *, format: str = "auto", context_limit: int | None 
     given, else with the user's config unless `user_config` is False (see `resolve_config`)."""
     names = parse_strategies(strategies)
     config_file, config_source = resolve_config(config, user_config)
+    config_problems = _user_config_problems(config_file) if config_source == "user" else []
     price = cost.pricing(pricing)
     ttl_ms = cost.parse_ttl(ttl)
     if context_limit is not None and context_limit < scheduler.MIN_PLAUSIBLE_LIMIT:
@@ -250,7 +267,8 @@ def replay(path: str | Path, *, format: str = "auto", context_limit: int | None 
         else:
             runs.append(_run_baseline(name, rep, **common))
     meta = {"passes": len(rep.passes), **rep.meta,
-            "config": {"source": config_source, "file": str(config_file) if config_file else None}}
+            "config": {"source": config_source, "file": str(config_file) if config_file else None,
+                       "warnings": config_problems}}
     return ReplayResult(Path(path), session.format, rep.harness, window, source, ttl_ms, price, subprocess, runs, meta)
 
 
@@ -317,7 +335,8 @@ def _run_mc(rep: Replayable, *, counter: TokenCounter, price: cost.Pricing, ttl_
 def _bill_historian(run: StrategyRun, state: dict[str, Any] | None, seen: Any, at_ms: int | None,
                     price: cost.Pricing) -> Any:
     """Bill the historian run `state` records (once: `seen` is the last run billed). Model calls cost the
-    model's price, uncached; the extractive historian costs 0. Every call is also priced as if the
+    model's price, uncached — a model the price table does not know costs `price` (the `--pricing` table),
+    marked "assumed" in `historian_prices`; the extractive historian costs 0. Every call is also priced as if the
     replayed model (`price`) had made it: the "model-priced historian" figure (the extractive answer is in the
     lean format a model is asked for — titles, p2, p3 — since code writes p1 and p4 for both, `history.tiers`)."""
     if not state or state.get("last_run_at") == seen:
@@ -327,7 +346,11 @@ def _bill_historian(run: StrategyRun, state: dict[str, Any] | None, seen: Any, a
         run.historian_calls.append({**call, "at_ms": at_ms})
         run.historian_model_usd += (price.input_per_mtok * tokens_in + price.output_per_mtok * tokens_out) / 1e6
         if call.get("provider") != "extractive":
-            charge = run.ledger.bill(tokens_in, tokens_out, cost.model_pricing(call.get("model"), price))
+            known = cost.known_pricing(call.get("model"))
+            table = known or price  # a model the table does not know (an Ollama id…) is priced at --pricing
+            run.historian_prices.setdefault(str(call.get("model")), {
+                "pricing": table.name, "label": table.label, "assumed": known is None})
+            charge = run.ledger.bill(tokens_in, tokens_out, table)
             run.historian_usd += charge.usd
     return state.get("last_run_at")
 

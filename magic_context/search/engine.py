@@ -144,6 +144,9 @@ def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], proj
                         status=rows[i]["status"], at_ms=rows[i]["updated_at"])
                     for n, i in enumerate(ids) if i in rows and i not in hidden]
         if shortcut:
+            # Returned before `_bump` on purpose: §3.4 counts the memories "the search" returns, and the original's
+            # ctx_search answers an id query before its unified search runs, so a lookup by id is not counted. The
+            # caller already held the id (m[0]'s `#id`, an earlier hit); re-reading it must not inflate the count.
             result.hits = shortcut[:limit]
             return result
     if "message" in chosen:

@@ -52,6 +52,16 @@ def get(conn: sqlite3.Connection, note_id: int) -> dict[str, Any] | None:
     return _row(found) if found is not None else None
 
 
+def get_in_scope(conn: sqlite3.Connection, note_id: int, *, session_pk: int | None,
+                 project_id: str | None) -> dict[str, Any] | None:
+    """The note if `select` with the same scope would list it (any status), else None."""
+    where, args = _scope(session_pk, project_id)
+    if where is None or not fits_integer(note_id):
+        return None
+    found = conn.execute(_SELECT + " WHERE id = ? AND " + where, [note_id, *args]).fetchone()
+    return _row(found) if found is not None else None
+
+
 def select(conn: sqlite3.Connection, *, session_pk: int | None, project_id: str | None,
            statuses: Iterable[str] | None = None, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
     """Notes a session sees (its own session notes and its project's notes), newest first.
@@ -105,4 +115,4 @@ def latest_change(conn: sqlite3.Connection, session_pk: int | None, project_id: 
     return found[0] if found is not None else None
 
 
-__all__ = ["COLUMNS", "counts", "get", "insert", "latest_change", "select", "update"]
+__all__ = ["COLUMNS", "counts", "get", "get_in_scope", "insert", "latest_change", "select", "update"]
