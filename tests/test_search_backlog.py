@@ -208,3 +208,28 @@ def test_mc_embed_bad_usage_is_one_line_and_writes_nothing(mc, server) -> None:
     off = mc("embed", "--session", "ses-x")
     assert off.returncode == 1 and b"embedding.provider is 'off'" in off.stderr
     assert db_digest() == before
+
+
+def test_a_real_wrapup_run_embeds_its_chunk_and_catches_up_the_sessions_older_backlog(mc, server) -> None:
+    """`mc wrapup` outside inline mode (what the transform's detached historian runs): after its publish the
+    session's older blocks, folded while embeddings were failing, get vectors too (3 blocks: within the bound)."""
+    conn = open_db()
+    pk = long_session(conn, 700, session_id="ses-wrap")
+    conn.execute("DELETE FROM compartments WHERE session_pk = ?", (pk,))
+    fold(conn, pk, 0, 599, "The aardvark modules, first part")
+    conn.commit()
+    conn.close()
+    _config_file(server.openai_base_url)
+    proc = mc("wrapup", "--session", "ses-wrap", "--keep", "4", "--json",
+              env={"MAGIC_CONTEXT_HISTORIAN": "background"})  # not inline: the run embeds after its publish
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout)["data"]["disposition"] == "completed"
+    conn = open_db()
+    try:
+        model = embed.model_id("openai-compatible", "toy", server.openai_base_url)
+        refs = sorted(int(r[0]) for r in conn.execute(
+            "SELECT ref FROM embeddings WHERE kind = 'msgblock' AND model_id = ? AND scope = ?", (model, str(pk))))
+        assert refs == [0, 1, 2]
+        assert all(v["missing"] == 0 for v in backlog.missing(conn, pk, model).values())
+    finally:
+        conn.close()
