@@ -19,10 +19,10 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from magic_context.errors import MCError
+from magic_context.records import Factory, record
 from magic_context.store import search_index
 
 KINDS: Final = ("memory", "compartment", "msgblock")
@@ -38,7 +38,11 @@ Progress = Callable[[int, int, str], None]
 """(items done, items planned, kind being embedded) after each committed batch."""
 
 
-@dataclass
+def _zeros() -> dict[str, int]:
+    return dict.fromkeys(KINDS, 0)
+
+
+@record
 class BacklogResult:
     """What one run did, per kind: embedded now, skipped (already current), left (bound or failure), failed."""
 
@@ -47,10 +51,10 @@ class BacklogResult:
     provider: str
     sessions: int = 0
     projects: int = 0
-    embedded: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
-    skipped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
-    left: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
-    failed: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    embedded: dict[str, int] = Factory(factory=_zeros)
+    skipped: dict[str, int] = Factory(factory=_zeros)
+    left: dict[str, int] = Factory(factory=_zeros)
+    failed: dict[str, int] = Factory(factory=_zeros)
     messages: int = 0  # messages inside the embedded message blocks
     error: str | None = None  # the provider failure that stopped the run (recorded for status/doctor)
     not_installed: bool = False  # `local` without the optional extra: FTS only, not a fault
@@ -70,7 +74,7 @@ class BacklogResult:
                 "failed": dict(self.failed), "complete": self.complete, "error": self.error}
 
 
-@dataclass
+@record
 class _Job:
     kind: str
     scope: str
