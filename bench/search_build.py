@@ -60,12 +60,18 @@ def build(name: str | Path, window: int, out: Path, *, provider: str = "local") 
             if done % 100 == 0:
                 print(f"  {name}: {done}/{len(rep.passes)} passes", file=sys.stderr)
         from magic_context.config.load import load_config
-        from magic_context.search import indexer
+        from magic_context.search import backlog, embed, indexer
         from magic_context.store.db import open_db
 
-        conn = open_db()  # the inline historian indexed each publish; embed once at the end, as a background run would
+        # the inline historian indexed each publish; embed everything once at the end, as `mc embed --all` does
+        # (a background run's publish embeds at most `backlog.PUBLISH_BLOCKS` blocks: the bench wants them all)
+        conn = open_db()
         for (pk,) in conn.execute("SELECT id FROM sessions").fetchall():
-            indexer.after_publish(conn, pk, load_config(None).config, embed_now=True)
+            indexer.index_session(conn, pk)
+        embedder = embed.from_config(load_config(None).config)
+        if embedder is not None:
+            pks, projects = backlog.scope_of(conn, all_sessions=True, session_pks=[], project_id=None)
+            backlog.run(conn, embedder, session_pks=pks, project_ids=projects)
         conn.close()
         out.parent.mkdir(parents=True, exist_ok=True)
         if out.exists():

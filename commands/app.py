@@ -17,6 +17,7 @@ def build_app() -> typer.Typer:
     """Build the command tree (used by the entry point, docs generators and tests)."""
     from commands import (
         doctor,
+        embed,
         expand,
         memory,
         migrate,
@@ -48,8 +49,8 @@ def build_app() -> typer.Typer:
     ) -> None:
         """Keep an AI coding agent's long session inside its context window without breaking the prompt cache."""
 
-    for module in (transform, status, reduce, memory, note, wrapup, search, expand, replay, migrate, doctor, setup,
-                   proxy):
+    for module in (transform, status, reduce, memory, note, wrapup, search, embed, expand, replay, migrate, doctor,
+                   setup, proxy):
         module.register(app)
     return app
 

@@ -115,6 +115,9 @@ def _render(data: dict) -> None:
             if failure:
                 line += f" — embeddings failing, FTS only: {failure.get('message')}"
             out.print(line, soft_wrap=True)
+            backlog = _backlog_line(embedding, data)
+            if backlog:
+                out.print(backlog, soft_wrap=True)
         fallbacks = data.get("fallbacks")
         if fallbacks:
             out.print(f"[yellow]fallback[/yellow] {fallbacks['count']} pass(es) served the {fallbacks['served']} "
@@ -141,6 +144,21 @@ def _render(data: dict) -> None:
     out.print("[bold]paths[/bold]")
     for name, value in data["paths"].items():
         out.print(f"  {name:12} {value}")
+
+
+def _backlog_line(embedding: dict, data: dict) -> str | None:
+    """"embeddings: 812 of 896 message blocks missing for MODEL; run `mc embed --session ID`" when vectors for
+    the configured model are missing (after a provider change, or while the provider was down)."""
+    missing = embedding.get("missing") or {}
+    names = {"msgblock": "message blocks", "compartment": "compartments", "memory": "memories"}
+    parts = [f"{v['missing']} of {v['total']} {names[k]}" for k, v in missing.items()
+             if k in names and v.get("missing")]
+    if not parts:
+        return None
+    session = (data.get("session") or {}).get("session_id")
+    where = f"--session {session}" if session else "--all"
+    return (f"embeddings: {', '.join(parts)} missing for {embedding.get('model')}; run `mc embed {where}` "
+            "(semantic search covers only what has vectors)")
 
 
 def _render_config(out, data: dict) -> None:

@@ -104,7 +104,8 @@ def _search(conn: sqlite3.Connection, session_pk: int, project_dir: str | None) 
     from magic_context.search.lanes import effective_floors
 
     out = describe(conn, session_pk)
-    section = load_config(Path(project_dir) if project_dir else None).config.embedding
+    config = load_config(Path(project_dir) if project_dir else None).config
+    section = config.embedding
     model = section.model or (LOCAL_MODEL if section.provider == "local" else None)
     out["embedding"] = {"provider": section.provider, "model": None if section.provider == "off" else model}
     floors = effective_floors(section.provider, section.min_similarity)
@@ -116,7 +117,22 @@ def _search(conn: sqlite3.Connection, session_pk: int, project_dir: str | None) 
         from importlib.util import find_spec
 
         out["embedding"]["installed"] = find_spec("wordllama") is not None  # without the extra: FTS only
+    if section.provider != "off" and out["embedding"].get("installed") is not False:
+        out["embedding"]["missing"] = _missing(conn, session_pk, config)  # the backlog `mc embed` fills
     return out
+
+
+def _missing(conn: sqlite3.Connection, session_pk: int, config: Any) -> Any:
+    """kind -> {total, missing} vectors for the configured model (the embedding backlog `mc embed` fills), or
+    None when embeddings are off or the provider is misconfigured; one indexed query, nothing is embedded."""
+    from magic_context.errors import MCError
+    from magic_context.search import backlog, embed
+
+    try:
+        embedder = embed.from_config(config)
+        return None if embedder is None else backlog.missing(conn, session_pk, embedder.model_id)
+    except (MCError, sqlite3.Error):
+        return None
 
 
 def historian_state(conn: sqlite3.Connection, session_pk: int, stored: Any) -> Any:

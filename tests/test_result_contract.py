@@ -38,6 +38,8 @@ DATA_KEYS = {
                "pricing", "strategies", "passes", "messages", "harness_compactions_removed", "config"},
     "setup": {"results"},
     "search": {"query", "sources", "session_id", "project_id", "results", "warnings"},
+    "embed": {"model_id", "model", "provider", "sessions", "projects", "embedded", "messages", "skipped", "left",
+              "failed", "complete", "error"},
     "expand": {"kind", "start", "end", "tokens", "truncated_at", "next_range", "messages", "text"},
     "memory list": {"project_id", "count", "memories"},
     "memory show": {"memory"},
@@ -99,6 +101,7 @@ def envelope(*args: str, expect_exit: int = 0, env: dict[str, str] | None = None
     ("reduce", ("reduce", "1-2", "--session", SESSION)),
     ("wrapup", ("wrapup", "--session", SESSION, "--keep", "4")),
     ("migrate", ("migrate", "--dry-run")),
+    ("embed", ("embed", "--session", SESSION)),
 ])
 def test_data_keys_of_each_command(session_pk: int, command: str, args: tuple[str, ...]) -> None:
     document = envelope(*args)

@@ -128,6 +128,13 @@ def unpack_block(blob: bytes, dims: int) -> tuple[Any, Any, Any]:
             np.frombuffer(blob, dtype="<i1", offset=8 * n).reshape(n, dims))
 
 
+def block_digest(members: list[Any]) -> str:
+    """The text hash of one message block's (ordinal, content hash, text) rows: changes when any member does."""
+    from magic_context.search.embed import text_hash
+
+    return text_hash("".join(f"{r[0]}:{r[1]};" for r in members))
+
+
 def embed_messages(conn: sqlite3.Connection, session_pk: int, embedder: Any, *, now_ms: int | None = None,
                    max_blocks: int | None = None, only_if_behind: bool = False) -> int:
     """Embed the session's indexed messages into per-block vectors (re-embedding a block whose text changed).
@@ -136,7 +143,6 @@ def embed_messages(conn: sqlite3.Connection, session_pk: int, embedder: Any, *, 
     first checks with two indexed reads whether the vectors end before the last indexed message, and does
     nothing when they do not: edits inside embedded blocks are picked up by the next publish.
     """
-    from magic_context.search.embed import text_hash
     from magic_context.store.db import atomic as transaction
 
     now = now_ms or _now()
@@ -154,7 +160,7 @@ def embed_messages(conn: sqlite3.Connection, session_pk: int, embedder: Any, *, 
     have = search_index.vector_hashes(conn, kind, scope, embedder.model_id)
     done = 0
     for number, members in sorted(blocks.items()):
-        digest = text_hash("".join(f"{r[0]}:{r[1]};" for r in members))
+        digest = block_digest(members)
         if have.get(str(number)) == digest:
             continue
         if max_blocks is not None and done >= max_blocks:
@@ -217,13 +223,15 @@ def embed_memories(conn: sqlite3.Connection, project_id: str, embedder: Any, *, 
 
 def after_publish(conn: sqlite3.Connection, session_pk: int, config: Any, *, embed_now: bool | None = None,
                   ) -> dict[str, Any]:
-    """Index folded messages, then embed; never raises (a search index problem must not fail the historian).
+    """Index folded messages, then embed what the session and its project's memories lack — the chunk just
+    published and a bounded catch-up of older backlog (`backlog.PUBLISH_BLOCKS` message blocks, newest first);
+    never raises (a search index problem must not fail the historian).
 
     A historian run inside the transform pass (`MAGIC_CONTEXT_HISTORIAN=inline`: replays, tests) indexes but
     does not embed, so replayed pass times stay what they were; searches and the next background publish embed.
     """
     from magic_context.history.runner import inline_mode
-    from magic_context.search import embed
+    from magic_context.search import backlog, embed
 
     report: dict[str, Any] = {"indexed": 0, "embedded": 0}
     try:
@@ -235,12 +243,19 @@ def after_publish(conn: sqlite3.Connection, session_pk: int, config: Any, *, emb
         return report
     try:
         embedder = embed.from_config(config)
-        if embedder is not None:
-            report["embedded"] = embed_session(conn, session_pk, embedder)
-        embed.clear_failure(conn)  # embedded fine, or embeddings are off: no warning to keep showing
-    except embed.EmbeddingNotInstalled:
-        embed.clear_failure(conn)  # the optional extra is absent: FTS only, not a fault
-        report["embedding_error"] = "not installed"
+        if embedder is None:
+            embed.clear_failure(conn)  # embeddings are off: no warning to keep showing
+            return report
+        project = search_index.session_field(conn, session_pk, "project_id")
+        result = backlog.run(conn, embedder, session_pks=[session_pk], project_ids=[project] if project else [],
+                             max_blocks=backlog.PUBLISH_BLOCKS, where="publish")
+        report["embedded"] = result.total_embedded
+        report["backlog_left"] = sum(result.left.values()) + sum(result.failed.values())
+        if result.not_installed:
+            embed.clear_failure(conn)  # the optional extra is absent: FTS only, not a fault
+            report["embedding_error"] = "not installed"
+        elif result.error:
+            report["embedding_error"] = result.error
     except (sqlite3.Error, MCError, ImportError, OSError, ValueError) as exc:
         embed.record_failure(conn, exc, "publish")
         report["embedding_error"] = str(exc)
@@ -260,6 +275,6 @@ def describe(conn: sqlite3.Connection, session_pk: int | None = None) -> dict[st
 
 
 __all__ = [
-    "after_publish", "cutoff", "describe", "embed_memories", "embed_messages", "embed_session", "index_session",
-    "indexed_count", "pack_block", "unpack_block",
+    "after_publish", "block_digest", "cutoff", "describe", "embed_memories", "embed_messages", "embed_session",
+    "index_session", "indexed_count", "pack_block", "unpack_block",
 ]

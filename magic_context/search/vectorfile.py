@@ -19,7 +19,7 @@ same way; when the folder cannot be written (read-only data dir, in-memory datab
 in memory and used without a file. Message vectors keep their int8 form (scale per row); compartment and
 memory vectors stay float32.
 
-The embedding paths (`indexer.embed_session`) call `sync` right after writing vectors, so searches find
+The embedding paths (`backlog.run`, `indexer.embed_session`) call `sync` right after writing vectors, so searches find
 the file ready; a search rebuilds it only when something else changed the rows.
 """
 
