@@ -25,7 +25,8 @@ BOOST: Final = {"memory": 1.3, "message": 1.15, "compartment": 1.15, "git_commit
 LANE_ORDER: Final = {"memory": 0, "message": 1, "compartment": 1, "git_commit": 2, "note": 3}
 DEFAULT_LIMIT: Final = 10
 MAX_LIMIT: Final = 50
-LAZY_BLOCKS: Final = 4  # message-vector blocks a search may embed itself (the historian's publish embeds the rest)
+# Message-vector blocks a search may embed itself (each publish catches up 16, `mc embed` the rest: search/backlog).
+LAZY_BLOCKS: Final = 4
 
 
 @record
