@@ -203,7 +203,7 @@ def run(conn: sqlite3.Connection, embedder: Any, *, session_pks: Sequence[int], 
         result.error = exc.one_line() if isinstance(exc, MCError) else f"{type(exc).__name__}: {exc}"
         result.failed[jobs[at].kind] += _size(jobs[at])
         _leave(result, jobs[at + 1:])
-        embed.record_failure(conn, exc, where)
+        embed.record_failure(conn, exc, where, now_ms=now)
     finally:
         for kind, scope in sorted(touched):  # the searches' mapped matrices, ready before the next search
             if kind != "memory":
