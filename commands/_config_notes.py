@@ -5,8 +5,9 @@ boundary strips, and record a `ConfigWarning`. Whichever engine part loaded the 
 (`commands.main.run_app`) collects those records for the whole invocation and prints each problem once
 (`mc: warning: FILE: KEY: PROBLEM`); a command that never read the whole config gets one check of the
 files that exist, so `mc memory list` tells about a mistyped key as well as `mc search` does. `mc doctor`
-shows them in its own report and silences the boundary; `mc transform` never gets here (its pass report
-carries them, see the README).
+shows them in its own report and silences the boundary; `mc replay` run without the user's config
+(`--no-user-config`, `--config FILE`) tells none of that file's problems (`unused`); `mc transform` never
+gets here (its pass report carries them, see the README).
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ _NO_RUN = frozenset({"--help", "-h", "--version"})
 
 
 _shown: set[tuple[str, str]] = set()  # (file, key) told in this invocation
+_unused: list[bool] = [False]  # this invocation ran without the config files (`check_unloaded` checks nothing)
 
 
 def begin() -> None:
     """Start collecting for one invocation."""
     _shown.clear()
+    _unused[0] = False
     files.collect()
 
 
@@ -43,6 +46,13 @@ def pending() -> list[files.ConfigWarning]:
 def silence() -> None:
     """Mark everything met so far as shown (a command that reports the problems in its own output)."""
     _shown.update((w.file, w.key) for w in pending())
+
+
+def unused() -> None:
+    """The command ran without the config files (`mc replay --no-user-config` / `--config FILE`): their problems
+    are not its problems, so nothing met so far is told and `check_unloaded` checks nothing."""
+    silence()
+    _unused[0] = True
 
 
 def flush() -> None:
@@ -73,7 +83,7 @@ def check_unloaded(args: list[str]) -> None:
     config files that exist (its `--project`'s, else the current directory's), so every problem is told.
     Costs nothing when there is no config file."""
     command = next((a for a in args if not a.startswith("-")), None)
-    if command is None or command in _SKIP or _NO_RUN.intersection(args):
+    if command is None or command in _SKIP or _NO_RUN.intersection(args) or _unused[0]:
         return
     _met, full_loads = files.collected()
     if full_loads:
@@ -95,4 +105,4 @@ def as_text() -> list[str]:
     return [str(w) for w in met]
 
 
-__all__ = ["as_text", "begin", "check_unloaded", "end", "flush", "pending", "silence"]
+__all__ = ["as_text", "begin", "check_unloaded", "end", "flush", "pending", "silence", "unused"]

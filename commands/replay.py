@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from commands import _output
+from commands import _config_notes, _output
 
 FORMATS = ("auto", "pi", "claude-code", "opencode", "openai", "anthropic")
 # `anthropic` names the message format of Claude Code transcripts, the recordings that carry it.
@@ -68,6 +68,8 @@ def replay(
         result = runner.replay(file, format=_FORMAT_ALIASES.get(format, format), context_limit=context_limit,
                                ttl=ttl, pricing=pricing, strategies=names, subprocess=use_subprocess,
                                progress=progress, config=config, user_config=user_config)
+    if result.meta["config"]["source"] != "user":  # your config.toml played no part: its problems are not told
+        _config_notes.unused()
     if context_limit is None:
         which = "the recorded model's window" if result.limit_source == "model" else "the default window"
         _output.note(f"no --context-limit: replayed against {which} ({result.context_limit:,} tokens); "

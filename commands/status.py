@@ -149,15 +149,14 @@ def _render(data: dict) -> None:
 def _backlog_line(embedding: dict, data: dict) -> str | None:
     """"embeddings: 812 of 896 message blocks missing for MODEL; run `mc embed --session ID`" when vectors for
     the configured model are missing (after a provider change, or while the provider was down)."""
-    missing = embedding.get("missing") or {}
-    names = {"msgblock": "message blocks", "compartment": "compartments", "memory": "memories"}
-    parts = [f"{v['missing']} of {v['total']} {names[k]}" for k, v in missing.items()
-             if k in names and v.get("missing")]
-    if not parts:
+    from magic_context.search.backlog import describe_missing
+
+    counts = describe_missing(embedding.get("missing") or {})
+    if counts is None:
         return None
     session = (data.get("session") or {}).get("session_id")
     where = f"--session {session}" if session else "--all"
-    return (f"embeddings: {', '.join(parts)} missing for {embedding.get('model')}; run `mc embed {where}` "
+    return (f"embeddings: {counts} missing for {embedding.get('model')}; run `mc embed {where}` "
             "(semantic search covers only what has vectors)")
 
 

@@ -98,3 +98,21 @@ def test_problems_in_the_user_config_are_told_once_under_its_own_name(isolated_d
     assert text.returncode == 0, text.stderr.decode()
     assert f"mc config: {user} (yours; 2 settings ignored, run with the default)" in text.stdout.decode()
     assert "mc-replay-" not in text.stderr.decode() and text.stderr.decode().count("bogus_key") == 1
+
+
+@pytest.mark.parametrize("flag", ["--no-user-config", "--config"])
+def test_replay_without_the_user_config_tells_none_of_its_problems(isolated_dirs: dict[str, Path], tmp_path: Path,
+                                                                    flag: str) -> None:
+    """Regression: `--no-user-config` / `--config FILE` replayed without config.toml, yet the CLI's boundary
+    still checked that file after the command and printed its problems, as if they had changed the replay."""
+    isolated_dirs["config"].mkdir(parents=True)
+    (isolated_dirs["config"] / "config.toml").write_text("bogus_key = 1\n", encoding="utf-8")
+    candidate = tmp_path / "candidate.toml"
+    candidate.write_text("execute_threshold_percentage = 60\n", encoding="utf-8")
+    args = [flag, str(candidate)] if flag == "--config" else [flag]
+    proc = run_mc("replay", str(SUBAGENT), "--context-limit", "20000", "--strategies", "mc", "--json", *args)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout)["data"]["config"]["warnings"] == []
+    assert "bogus_key" not in proc.stderr.decode(), proc.stderr.decode()
+    mine = run_mc("replay", str(SUBAGENT), "--context-limit", "20000", "--strategies", "mc", "--json")
+    assert "mc: warning:" in mine.stderr.decode() and "bogus_key" in mine.stderr.decode()  # with yours: told

@@ -168,7 +168,8 @@ def _tokenizer(ctx: DoctorContext) -> CheckResult:
 
 
 def _embeddings(ctx: DoctorContext) -> CheckResult:
-    """The configured embedding provider embeds offline now (the network is blocked for `local`)."""
+    """The configured embedding provider embeds offline now (the network is blocked for `local`), and how much of
+    the database lacks a vector for its model (a warning naming `mc embed --all` when something does)."""
     from magic_context.config.load import LoadedConfig, load_config
     from magic_context.search import health
 
@@ -184,7 +185,40 @@ def _embeddings(ctx: DoctorContext) -> CheckResult:
         ctx.notes["blocking_network"] = False
     failure = health.last_failure_readonly(str(paths.db_path())) if paths.db_path().exists() else None
     items = (f"last failure ({failure.get('where')}): {failure.get('message')}",) if failure else ()
+    backlog = _backlog(loaded.config)
+    if backlog is not None:
+        missing, model = backlog
+        if missing:
+            state, detail = Status.WARN, (f"{detail}; {missing} missing for {model}: run `mc embed --all` "
+                                          "(semantic search covers only what has vectors)")
+        else:
+            detail = f"{detail}; nothing indexed lacks a vector for {model}"
     return CheckResult(state, detail, items)
+
+
+def _backlog(config) -> tuple[str | None, str] | None:
+    """(what lacks a vector for the configured model, as `mc status` words it, or None; the model) over the whole
+    database, read-only (`backlog.missing_all`); None when there is nothing to count or no embedder to count for."""
+    from importlib.util import find_spec
+
+    from magic_context.errors import MCError
+    from magic_context.search import backlog, embed
+
+    if config.embedding.provider == "local" and find_spec("wordllama") is None:
+        return None  # without the optional extra: FTS only, nothing is "missing"
+    try:
+        embedder = embed.from_config(config)
+    except (MCError, ImportError, OSError, ValueError):
+        return None  # misconfigured: the probe's detail says so
+    if embedder is None:
+        return None
+    try:
+        counts = _read_only(lambda conn: backlog.missing_all(conn, embedder.model_id))
+    except MCError:  # a busy or older database: the other checks tell
+        return None
+    if not isinstance(counts, dict) or not any(v["total"] for v in counts.values()):
+        return None
+    return backlog.describe_missing(counts), embedder.model
 
 
 def _logs(ctx: DoctorContext) -> CheckResult:

@@ -417,7 +417,7 @@ def _produce(conn: sqlite3.Connection, session_pk: int, session: _Session, confi
         return result
     from magic_context.search.indexer import after_publish  # lazy: only a publishing run pays for it
 
-    result.search = after_publish(conn, session_pk, config)
+    result.search = after_publish(conn, session_pk, config, now_ms=now)
     failure = _degraded(chain, winner.provider, now, _failure(attempts, now, winner.provider))
     _state(conn, session_pk, FAILURE_KEY, failure, now)
     result.status, result.failure = PUBLISHED, failure

@@ -203,7 +203,7 @@ def run(conn: sqlite3.Connection, embedder: Any, *, session_pks: Sequence[int], 
         result.error = exc.one_line() if isinstance(exc, MCError) else f"{type(exc).__name__}: {exc}"
         result.failed[jobs[at].kind] += _size(jobs[at])
         _leave(result, jobs[at + 1:])
-        embed.record_failure(conn, exc, where)
+        embed.record_failure(conn, exc, where, now_ms=now)
     finally:
         for kind, scope in sorted(touched):  # the searches' mapped matrices, ready before the next search
             if kind != "memory":
@@ -244,4 +244,31 @@ def missing(conn: sqlite3.Connection, session_pk: int, model_id: str, *, now_ms:
     return {kind: {"total": total, "missing": gone} for kind, (total, gone) in counts.items()}
 
 
-__all__ = ["KINDS", "PUBLISH_BLOCKS", "BacklogResult", "Progress", "missing", "run", "scope_of"]
+def missing_all(conn: sqlite3.Connection, model_id: str, *, now_ms: int | None = None) -> dict[str, dict[str, int]]:
+    """`missing` summed over every session and project (what `mc embed --all` would embed; `mc doctor`): the
+    same indexed query once per session, each project's memories counted once."""
+    from magic_context.search.indexer import BLOCK
+
+    now = now_ms or _now()
+    pks, projects = scope_of(conn, all_sessions=True, session_pks=(), project_id=None)
+    out = {kind: {"total": 0, "missing": 0} for kind in KINDS}
+    scopes: list[tuple[int | None, str | None]] = [(pk, None) for pk in pks] + [(None, p) for p in projects]
+    for pk, project in scopes:
+        counts = search_index.missing_vectors(conn, pk, project, model_id, block=BLOCK, now_ms=now)
+        for kind, (total, gone) in counts.items():
+            out[kind]["total"] += total
+            out[kind]["missing"] += gone
+    return out
+
+
+def describe_missing(counts: dict[str, dict[str, int]]) -> str | None:
+    """"812 of 896 message blocks, 3 of 40 memories" (the kinds with something missing), or None when nothing is:
+    the words `mc status` and `mc doctor` both use."""
+    names = {"msgblock": "message blocks", "compartment": "compartments", "memory": "memories"}
+    parts = [f"{counts[k]['missing']} of {counts[k]['total']} {name}" for k, name in names.items()
+             if (counts.get(k) or {}).get("missing")]
+    return ", ".join(parts) or None
+
+
+__all__ = ["KINDS", "PUBLISH_BLOCKS", "BacklogResult", "Progress", "describe_missing", "missing", "missing_all",
+           "run", "scope_of"]

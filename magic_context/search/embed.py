@@ -173,14 +173,17 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:32]
 
 
-def record_failure(conn: sqlite3.Connection, exc: Exception, where: str) -> None:
-    """Remember the latest embedding failure (shown by `mc status` and `mc doctor`); never raises."""
+def record_failure(conn: sqlite3.Connection, exc: Exception, where: str, *, now_ms: int | None = None) -> None:
+    """Remember the latest embedding failure (shown by `mc status` and `mc doctor`), stamped with the caller's
+    clock (a replay's database is then the same on every run) or, when none is passed, the wall clock; never
+    raises."""
     from magic_context.store import search_index
 
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
     message = exc.one_line() if isinstance(exc, MCError) else f"{type(exc).__name__}: {exc}"
-    value = json.dumps({"at": int(time.time() * 1000), "where": where, "message": message})
+    value = json.dumps({"at": now, "where": where, "message": message})
     try:
-        search_index.set_state(conn, FAILURE_KEY, value, int(time.time() * 1000))
+        search_index.set_state(conn, FAILURE_KEY, value, now)
     except (sqlite3.Error, MCError):
         pass
 

@@ -86,7 +86,8 @@ def visible_memory_ids(conn: sqlite3.Connection, session_pk: int) -> set[int]:
 
 
 def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: list[str], *,
-                 session_pks: list[int], project_id: str | None = None) -> tuple[Any, Any, str | None]:
+                 session_pks: list[int], project_id: str | None = None, now_ms: int | None = None,
+                 ) -> tuple[Any, Any, str | None]:
     """(query vector, its message view, model id); Nones when embeddings are off or failing (FTS only).
 
     Messages of the searched sessions not yet embedded are embedded first, a few blocks at most, and the
@@ -102,15 +103,15 @@ def _embed_query(conn: sqlite3.Connection, config: Any, text: str, warnings: lis
             return None, None, None
         vector = embedder.embed([text])
         for pk in session_pks:
-            embed_messages(conn, pk, embedder, max_blocks=LAZY_BLOCKS, only_if_behind=True)
+            embed_messages(conn, pk, embedder, max_blocks=LAZY_BLOCKS, only_if_behind=True, now_ms=now_ms)
         if project_id:
-            embed_memories(conn, project_id, embedder)
+            embed_memories(conn, project_id, embedder, now_ms=now_ms)
         embed.clear_failure(conn)  # the provider answers again: `mc status` stops warning (README)
         return vector[0], embedder.message_view(vector)[0], embedder.model_id
     except embed.EmbeddingNotInstalled:
         return None, None, None  # the optional extra is absent: FTS only, quietly (`mc doctor` says so)
     except (MCError, ImportError, OSError, ValueError) as exc:
-        embed.record_failure(conn, exc, "search")
+        embed.record_failure(conn, exc, "search", now_ms=now_ms)
         warnings.append(f"embedding unavailable, FTS only: {exc.one_line() if isinstance(exc, MCError) else exc}")
         return None, None, None
 
@@ -170,7 +171,7 @@ def search(conn: sqlite3.Connection, query: str, *, session_pks: list[int], proj
     wants_vector = chosen not in (["git_commit"], ["note"]) and any(c.isalnum() for c in text)
     vector, message_vector, model_id = _embed_query(
         conn, config, text, result.warnings, session_pks=session_pks if "message" in chosen else [],
-        project_id=project_id if "memory" in chosen else None) \
+        project_id=project_id if "memory" in chosen else None, now_ms=now) \
         if wants_vector else (None, None, None)
     q = Query(text, st.probes(text), st.sanitize(text), st.any_words(text), vector, model_id, message_vector,
               since_ms, until_ms, min_similarity=config.embedding.min_similarity if config is not None else None)

@@ -222,10 +222,11 @@ def embed_memories(conn: sqlite3.Connection, project_id: str, embedder: Any, *, 
 
 
 def after_publish(conn: sqlite3.Connection, session_pk: int, config: Any, *, embed_now: bool | None = None,
-                  ) -> dict[str, Any]:
+                  now_ms: int | None = None) -> dict[str, Any]:
     """Index folded messages, then embed what the session and its project's memories lack — the chunk just
     published and a bounded catch-up of older backlog (`backlog.PUBLISH_BLOCKS` message blocks, newest first);
-    never raises (a search index problem must not fail the historian).
+    never raises (a search index problem must not fail the historian). Stamps use `now_ms` (the publish's
+    clock), else the wall clock.
 
     A historian run inside the transform pass (`MAGIC_CONTEXT_HISTORIAN=inline`: replays, tests) indexes but
     does not embed, so replayed pass times stay what they were; searches and the next background publish embed.
@@ -235,7 +236,7 @@ def after_publish(conn: sqlite3.Connection, session_pk: int, config: Any, *, emb
 
     report: dict[str, Any] = {"indexed": 0, "embedded": 0}
     try:
-        report["indexed"] = index_session(conn, session_pk)
+        report["indexed"] = index_session(conn, session_pk, now_ms=now_ms)
     except (sqlite3.Error, MCError) as exc:
         report["error"] = str(exc)
         return report
@@ -248,7 +249,7 @@ def after_publish(conn: sqlite3.Connection, session_pk: int, config: Any, *, emb
             return report
         project = search_index.session_field(conn, session_pk, "project_id")
         result = backlog.run(conn, embedder, session_pks=[session_pk], project_ids=[project] if project else [],
-                             max_blocks=backlog.PUBLISH_BLOCKS, where="publish")
+                             max_blocks=backlog.PUBLISH_BLOCKS, where="publish", now_ms=now_ms)
         report["embedded"] = result.total_embedded
         report["backlog_left"] = sum(result.left.values()) + sum(result.failed.values())
         if result.not_installed:
@@ -257,7 +258,7 @@ def after_publish(conn: sqlite3.Connection, session_pk: int, config: Any, *, emb
         elif result.error:
             report["embedding_error"] = result.error
     except (sqlite3.Error, MCError, ImportError, OSError, ValueError) as exc:
-        embed.record_failure(conn, exc, "publish")
+        embed.record_failure(conn, exc, "publish", now_ms=now_ms)
         report["embedding_error"] = str(exc)
     return report
 

@@ -259,14 +259,16 @@ def memory_projects(conn: sqlite3.Connection) -> list[str]:
     return [str(r[0]) for r in _rows(conn, "SELECT DISTINCT project_id FROM memories ORDER BY project_id")]
 
 
-def missing_vectors(conn: sqlite3.Connection, session_pk: int, project_id: str | None, model_id: str, *,
+def missing_vectors(conn: sqlite3.Connection, session_pk: int | None, project_id: str | None, model_id: str, *,
                     block: int, now_ms: int) -> dict[str, tuple[int, int]]:
     """kind -> (total, without a vector for `model_id`) for the session's message blocks and compartments and its
-    project's live memories, in one statement over indexes (`mc status`); stale vectors count as present.
+    project's live memories, in one statement over indexes (`mc status`); stale vectors count as present. A
+    None session or project counts nothing of its kinds (`mc doctor` sums sessions and projects separately).
 
     Blocks are counted from the (session_pk, ordinal) index alone: 4.5 ms at 100k messages where also skipping
     messages without text (as the backlog does) read the table, 35 ms; a block whose 256 messages all lack text
     would count as missing, which a real session does not have."""
+    scope = "" if session_pk is None else str(session_pk)
     row = _rows(conn, f"""SELECT
         (SELECT count(DISTINCT ordinal / ?) FROM message_text WHERE session_pk = ?),
         (SELECT count(*) FROM embeddings WHERE kind = 'msgblock' AND scope = ? AND model_id = ?),
@@ -275,7 +277,7 @@ def missing_vectors(conn: sqlite3.Connection, session_pk: int, project_id: str |
         (SELECT count(*) FROM memories m WHERE m.project_id = ? AND {MEMORY_LIVE}),
         (SELECT count(*) FROM memories m JOIN embeddings e ON e.kind = 'memory' AND e.scope = m.project_id
             AND e.model_id = ? AND e.ref = CAST(m.id AS TEXT) WHERE m.project_id = ? AND {MEMORY_LIVE})""",
-                (block, session_pk, str(session_pk), model_id, session_pk, str(session_pk), model_id,
+                (block, session_pk, scope, model_id, session_pk, scope, model_id,
                  project_id, now_ms, model_id, project_id, now_ms))[0]
     totals = {"msgblock": (row[0], row[1]), "compartment": (row[2], row[3]), "memory": (row[4], row[5])}
     return {kind: (int(total), max(0, int(total) - int(have))) for kind, (total, have) in totals.items()}
