@@ -91,6 +91,19 @@ def test_a_session_never_embedded_gets_every_block_and_edits_are_reembedded(conn
     assert run_all(conn, embedder, [pk]).total_embedded == 0 and len(server.requests) == requests
 
 
+def test_two_sessions_keep_their_own_blocks_and_a_second_run_embeds_nothing(conn, server) -> None:
+    """Block 0 of one session never replaces block 0 of another (m005's per-scope key)."""
+    one, two = long_session(conn, 300, session_id="one"), long_session(conn, 300, session_id="two")
+    embedder = embed.from_config(remote(server.openai_base_url))
+    assert embedder is not None
+    first = run_all(conn, embedder, [one, two])
+    assert first.embedded["msgblock"] == 4 and first.complete, first.as_dict()  # blocks 0 and 1 of each
+    assert kinds(conn, embedder.model_id)["msgblock"] == 4
+    for pk in (one, two):
+        assert backlog.missing(conn, pk, embedder.model_id)["msgblock"] == {"total": 2, "missing": 0}
+    assert run_all(conn, embedder, [one, two]).total_embedded == 0
+
+
 def test_the_provider_failing_mid_run_keeps_what_was_written_and_the_next_run_resumes(conn, server) -> None:
     pk = long_session(conn, 700)
     config = remote(server.openai_base_url)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from magic_context.paths import StrPath
 
 # Must equal the number of migrations in store/migrations.py (a test asserts it).
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 BUSY_TIMEOUT_MS: Final = 5000
 
 

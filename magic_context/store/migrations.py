@@ -352,6 +352,40 @@ CREATE TABLE IF NOT EXISTS search_state (
     )
 
 
+@migrations()
+def m005_embeddings_per_scope(db: Database) -> None:
+    """Vectors keyed by (kind, scope, ref, model_id): a message block's ref is its block number, which every
+    session has, so under m004's (kind, ref, model_id) block N of one session replaced block N of every other
+    one and semantic message search worked only for the session that embedded a block last. SQLite cannot change
+    a table's UNIQUE constraint, so the table is rebuilt with the rows it holds (the blocks lost to the
+    collision are embedded again by the backlog: a publish's catch-up, a search, `mc embed`).
+    """
+    _run_script(
+        db,
+        """
+CREATE TABLE embeddings_m005 (
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    model_id TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    start_ordinal INTEGER,
+    end_ordinal INTEGER,
+    text_hash TEXT NOT NULL,
+    dims INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (kind, scope, ref, model_id)
+);
+INSERT INTO embeddings_m005 SELECT id, kind, ref, model_id, scope, start_ordinal, end_ordinal, text_hash, dims,
+    vector, created_at FROM embeddings;
+DROP TABLE embeddings;
+ALTER TABLE embeddings_m005 RENAME TO embeddings;
+CREATE INDEX IF NOT EXISTS embeddings_by_scope ON embeddings (kind, scope, model_id, end_ordinal);
+""",
+    )
+
+
 @record(frozen=True)
 class MigrationStatus:
     """What `mc migrate` reports: names already applied and names still pending."""

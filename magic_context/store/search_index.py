@@ -190,9 +190,9 @@ def put_vector(conn: sqlite3.Connection, kind: str, ref: str, model_id: str, *, 
     """Insert or replace one vector. A replaced row also gets a new, highest id, so `vector_stamp` (count, max
     and sum of the ids) changes with every insert, replacement and delete."""
     conn.execute("INSERT INTO embeddings (kind, ref, model_id, scope, start_ordinal, end_ordinal, text_hash, dims, "
-                 "vector, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(kind, ref, model_id) "
+                 "vector, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(kind, scope, ref, model_id) "
                  "DO UPDATE SET id = (SELECT max(id) + 1 FROM embeddings), "
-                 "scope = excluded.scope, start_ordinal = excluded.start_ordinal, "
+                 "start_ordinal = excluded.start_ordinal, "
                  "end_ordinal = excluded.end_ordinal, "
                  "text_hash = excluded.text_hash, dims = excluded.dims, vector = excluded.vector, "
                  "created_at = excluded.created_at",
