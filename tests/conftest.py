@@ -68,6 +68,15 @@ def project_db(tmp_path: Path, conn: sqlite3.Connection) -> tuple[Path, str, sql
 
 
 @pytest.fixture
+def server():
+    """A loopback fake provider (tests/fake_llm_server.py): chat and embeddings in the providers' wire formats."""
+    from fake_llm_server import FakeLLMServer
+
+    with FakeLLMServer() as fake:
+        yield fake
+
+
+@pytest.fixture
 def sessions_dir() -> Path:
     if not SESSIONS.is_dir():
         pytest.fail(f"recorded sessions missing at {SESSIONS}")

@@ -7,6 +7,8 @@ import sqlite3
 
 from historian_helpers import NOW, PiBuilder, store_pi
 
+from magic_context.config.model import MCConfig
+
 
 def db_digest() -> str:
     """A digest of the whole database (schema and rows): equal before and after means a command wrote nothing."""
@@ -59,3 +61,8 @@ def add_memory(conn: sqlite3.Connection, content: str, *, project_id: str = "dir
                        (project_id, category, content, hashlib.sha256(content.encode()).hexdigest()[:32], status,
                         NOW, NOW, expires_at))
     return int(cur.lastrowid)
+
+
+def remote(url: str) -> MCConfig:
+    """A config whose embeddings come from the fake provider at `url` (openai-compatible, model "toy")."""
+    return MCConfig.model_validate({"embedding": {"provider": "openai-compatible", "endpoint": url, "model": "toy"}})

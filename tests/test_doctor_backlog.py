@@ -8,18 +8,10 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-from fake_llm_server import FakeLLMServer
 from search_helpers import add_memory, session_with_history
 
 from magic_context.search import backlog, indexer
 from magic_context.store.db import open_db
-
-
-@pytest.fixture
-def server():
-    with FakeLLMServer() as fake:
-        yield fake
 
 
 def _embeddings_check(mc) -> dict:

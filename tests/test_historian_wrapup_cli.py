@@ -34,12 +34,6 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def server():
-    with FakeLLMServer() as srv:
-        yield srv
-
-
-@pytest.fixture
 def pk() -> int:
     b = PiBuilder()
     for i in range(8):

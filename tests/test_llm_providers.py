@@ -50,12 +50,6 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def server():
-    with FakeLLMServer() as srv:
-        yield srv
-
-
-@pytest.fixture
 def sleeps() -> list[float]:
     return []
 

@@ -11,24 +11,12 @@ import os
 import sqlite3
 from pathlib import Path
 
-import pytest
-from fake_llm_server import FakeLLMServer
 from historian_helpers import NOW, PiBuilder, store_pi
-from search_helpers import add_memory, fold, session_with_history
+from search_helpers import add_memory, fold, remote, session_with_history
 
 from magic_context.config.model import MCConfig
 from magic_context.search import backlog, embed, engine, indexer
 from magic_context.store.db import open_db
-
-
-@pytest.fixture
-def server():
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-def remote(url: str) -> MCConfig:
-    return MCConfig.model_validate({"embedding": {"provider": "openai-compatible", "endpoint": url, "model": "toy"}})
 
 
 def long_session(conn: sqlite3.Connection, messages: int, *, session_id: str = "long") -> int:

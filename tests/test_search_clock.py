@@ -7,23 +7,10 @@ from __future__ import annotations
 import json
 import sqlite3
 
-import pytest
-from fake_llm_server import FakeLLMServer
 from historian_helpers import NOW
-from search_helpers import add_memory, session_with_history
+from search_helpers import add_memory, remote, session_with_history
 
-from magic_context.config.model import MCConfig
 from magic_context.search import backlog, embed, engine, indexer
-
-
-@pytest.fixture
-def server():
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-def remote(url: str) -> MCConfig:
-    return MCConfig.model_validate({"embedding": {"provider": "openai-compatible", "endpoint": url, "model": "toy"}})
 
 
 def stamps(conn: sqlite3.Connection) -> dict[str, int]:

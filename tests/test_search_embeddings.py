@@ -7,22 +7,12 @@ import subprocess
 import sys
 
 import pytest
-from fake_llm_server import EMBEDDING_DIMS, FakeLLMServer
+from fake_llm_server import EMBEDDING_DIMS
 from historian_helpers import NOW
-from search_helpers import add_memory, session_with_history
+from search_helpers import add_memory, remote, session_with_history
 
 from magic_context.config.model import MCConfig
 from magic_context.search import embed, engine, health, indexer
-
-
-@pytest.fixture
-def server():
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-def remote(url: str) -> MCConfig:
-    return MCConfig.model_validate({"embedding": {"provider": "openai-compatible", "endpoint": url, "model": "toy"}})
 
 
 def test_publish_embeds_compartments_messages_and_memories(conn, server) -> None:

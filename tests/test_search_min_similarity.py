@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fake_llm_server import FakeLLMServer, bag_of_words
+from fake_llm_server import bag_of_words
 from historian_helpers import NOW, PiBuilder, store_pi
 from search_helpers import add_memory, fold
 
@@ -73,12 +73,6 @@ def expected(query: str) -> dict[tuple[str, int | str], float]:
     items[("compartment", "c")] = cos(query, "\n".join(COMPARTMENT))
     items[("memory", "m")] = cos(query, MEMORY)
     return {k: v for k, v in items.items() if v > 0}
-
-
-@pytest.fixture
-def server():
-    with FakeLLMServer() as fake:
-        yield fake
 
 
 def remote(url: str, min_similarity: float | None = None) -> MCConfig:
