@@ -31,25 +31,13 @@ def status(
     try:
         project_id = project_identity.identity(project) if project and not session else None
         result = engine.report(conn, session_id=None if latest and not session else session, harness=harness,
-                               project_id=project_id)
+                               project_id=project_id, project_dir=project)
     finally:
         conn.close()
     from magic_context.config.secrets import redacted
-    from magic_context.records import replace
 
-    where = (result.data.get("session") or {}).get("project_dir") or project or Path.cwd()
-    result = replace(result, data={**result.data, "config": _config(Path(where))})
     _output.emit(result, as_json=as_json, human=lambda r: _render(r.data),
                  redact=lambda value: redacted(value, project))  # stored errors may echo a configured key
-
-
-def _config(project_dir: Path) -> dict:
-    """The config files read for the project and their problems (each also told once on stderr)."""
-    from magic_context.config.load import load_config
-
-    loaded = load_config(project_dir)
-    read = [str(f) for f in (loaded.user_file, loaded.project_file) if f is not None and f.exists()]
-    return {"files": read, "warnings": [str(w) for w in loaded.warnings]}
 
 
 def _bar(percent: float | None, width: int = 30) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from typing import Any
@@ -157,10 +158,24 @@ def status(conn: sqlite3.Connection, *, session_id: str | None = None, harness: 
     return session_status(conn, pk)
 
 
+def config_files(project_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The config files read for `project_dir` (user's, project's) and their problems (`mc status`'s `config`)."""
+    from pathlib import Path
+
+    from magic_context.config.load import load_config
+
+    loaded = load_config(Path(project_dir))
+    read = [str(f) for f in (loaded.user_file, loaded.project_file) if f is not None and f.exists()]
+    return {"files": read, "warnings": [str(w) for w in loaded.warnings]}
+
+
 def report(conn: sqlite3.Connection, *, session_id: str | None = None, harness: str | None = None,
-           project_id: str | None = None) -> Result:
-    """`mc status`'s result: `status(...)` as data."""
-    return Result("status", status(conn, session_id=session_id, harness=harness, project_id=project_id))
+           project_id: str | None = None, project_dir: str | os.PathLike[str] | None = None) -> Result:
+    """`mc status`'s result: `status(...)` as data, plus the config of the session's project (else `project_dir`,
+    else the current directory)."""
+    data = status(conn, session_id=session_id, harness=harness, project_id=project_id)
+    where = (data.get("session") or {}).get("project_dir") or project_dir or os.getcwd()
+    return Result("status", {**data, "config": config_files(where)})
 
 
-__all__ = ["cache_split", "historian_state", "latest_session", "report", "session_status", "status"]
+__all__ = ["cache_split", "config_files", "historian_state", "latest_session", "report", "session_status", "status"]
