@@ -82,12 +82,11 @@ def embed(
         raise typer.Exit(1)
 
 
-_NAMES = {"msgblock": "message blocks", "compartment": "compartments", "memory": "memories"}
-
-
 def _render(outcome: Result) -> None:
+    from magic_context.search.backlog import KIND_NAMES
+
     data = outcome.data
-    done = ", ".join(f"{data['embedded'][k]} {_NAMES[k]}" for k in ("msgblock", "compartment", "memory"))
+    done = ", ".join(f"{data['embedded'][k]} {name}" for k, name in KIND_NAMES.items())
     skipped = sum(data["skipped"].values())
     line = (f"embedded {done} ({data['messages']} messages) for {data['model']} across {data['sessions']} "
             f"session(s); {skipped} already current")
@@ -100,12 +99,14 @@ def _render(outcome: Result) -> None:
 def _run(conn, embedder, pks: list[int], projects: list[str], max_blocks: int | None, backlog):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from magic_context.search.backlog import KIND_NAMES
+
     with Progress(TextColumn("embedding {task.fields[kind]}"), BarColumn(), MofNCompleteColumn(),
                   console=_output.err_console(), transient=True) as bar:
         task = bar.add_task("embed", total=None, kind="")
 
         def advance(done: int, total: int, kind: str) -> None:
-            bar.update(task, completed=done, total=total, kind=_NAMES.get(kind, kind))
+            bar.update(task, completed=done, total=total, kind=KIND_NAMES.get(kind, kind))
 
         return backlog.run(conn, embedder, session_pks=pks, project_ids=projects, max_blocks=max_blocks,
                            progress=advance)

@@ -26,6 +26,7 @@ from magic_context.records import Factory, record
 from magic_context.store import search_index
 
 KINDS: Final = ("memory", "compartment", "msgblock")
+KIND_NAMES: Final = {"msgblock": "message blocks", "compartment": "compartments", "memory": "memories"}  # for people
 BATCH: Final = 64  # memories or compartments per provider call and per transaction
 # Message blocks a background historian run embeds after its publish: newest first, so the chunk it just folded
 # is always among them. The run holds the session's historian lease until it returns, and a later compaction of
@@ -264,11 +265,10 @@ def missing_all(conn: sqlite3.Connection, model_id: str, *, now_ms: int | None =
 def describe_missing(counts: dict[str, dict[str, int]]) -> str | None:
     """"812 of 896 message blocks, 3 of 40 memories" (the kinds with something missing), or None when nothing is:
     the words `mc status` and `mc doctor` both use."""
-    names = {"msgblock": "message blocks", "compartment": "compartments", "memory": "memories"}
-    parts = [f"{counts[k]['missing']} of {counts[k]['total']} {name}" for k, name in names.items()
+    parts = [f"{counts[k]['missing']} of {counts[k]['total']} {name}" for k, name in KIND_NAMES.items()
              if (counts.get(k) or {}).get("missing")]
     return ", ".join(parts) or None
 
 
-__all__ = ["KINDS", "PUBLISH_BLOCKS", "BacklogResult", "Progress", "describe_missing", "missing", "missing_all",
-           "run", "scope_of"]
+__all__ = ["KINDS", "KIND_NAMES", "PUBLISH_BLOCKS", "BacklogResult", "Progress", "describe_missing", "missing",
+           "missing_all", "run", "scope_of"]
